@@ -1,0 +1,139 @@
+"""The ``appliance`` command line: one click group over one app object."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from appliance import __version__
+from appliance.config import ConfigError, Settings, ensure_data_dir, load_settings
+from appliance.store.lock import DataDirLock, DataDirLocked
+from appliance.store.schema import SchemaTooNew
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def data_dir_option(fn: Any) -> Any:
+    fn = click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                      help="TOML config file (env APPLIANCE_CONFIG).")(fn)
+    return click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+                        help="Data directory (default ./data, env APPLIANCE_DATA_DIR).")(fn)
+
+
+def settings_from(data_dir: str | None, config_file: str | None, **flags: Any) -> Settings:
+    try:
+        return load_settings(config_file, overrides={"data_dir": data_dir, **flags})
+    except ConfigError as exc:
+        raise click.ClickException(f"config: {exc}") from None
+
+
+def fail(message: str) -> None:
+    raise click.ClickException(message)
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="appliance")
+def main() -> None:
+    """A bulk-messaging appliance: one executable over one SQLite file."""
+
+
+@main.command()
+@data_dir_option
+@click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port to listen on (default 8080).")
+def serve(data_dir: str | None, config_file: str | None, host: str | None,
+          port: int | None) -> None:
+    """Run everything: HTTP endpoints and the scheduler."""
+    from appliance.server import run_server
+
+    settings = settings_from(data_dir, config_file, host=host, port=port)
+    run_guarded(lambda: run_server(settings))
+
+
+def run_guarded(fn: Any) -> None:
+    try:
+        fn()
+    except (DataDirLocked, SchemaTooNew, ConfigError) as exc:
+        fail(str(exc))
+
+
+@main.group()
+def account() -> None:
+    """Accounts and API keys."""
+
+
+@account.command("create")
+@data_dir_option
+@click.argument("name")
+def account_create(data_dir: str | None, config_file: str | None, name: str) -> None:
+    """Create an account; prints its API key as the last line."""
+    from appliance.accounts import AccountExists, create_account
+
+    settings = settings_from(data_dir, config_file)
+    with offline_appliance(settings) as appliance:
+        try:
+            acct, key = appliance.store.writer.call(
+                lambda c: create_account(c, name, appliance.now_ms()))
+        except (AccountExists, ValueError) as exc:
+            fail(str(exc))
+            return
+    click.echo(f"account {acct.name} created (id {acct.id}); its API key, shown only once:",
+               err=True)
+    click.echo(key)
+
+
+@main.command("import")
+@data_dir_option
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--list", "list_name", required=True, help="The list to import into.")
+@click.option("--region", default=None, help="Default country for numbers without one (e.g. TR).")
+@click.option("--account", "account_name", default="default", show_default=True,
+              help="The account that owns the list.")
+def import_command(data_dir: str | None, config_file: str | None, file: str, list_name: str,
+                   region: str | None, account_name: str) -> None:
+    """Queue an import of FILE and show its progress until it is done."""
+    from appliance.imports.cli_import import run_import
+
+    settings = settings_from(data_dir, config_file)
+    data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    code = run_import(settings, data, list_name, region, account_name)
+    sys.exit(code)
+
+
+class offline_appliance:
+    """An opened appliance for a CLI command; works beside a running server.
+
+    When no server holds the data dir, this process takes the lock for the
+    duration, so a server cannot start halfway through.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        from appliance.service import Appliance
+
+        try:
+            ensure_data_dir(settings)
+        except ConfigError as exc:
+            fail(str(exc))
+        self.lock = DataDirLock(settings.data_dir)
+        self.server_running = self.lock.held_by_other()
+        if not self.server_running:
+            try:
+                self.lock.acquire()
+            except DataDirLocked:
+                self.server_running = True
+        try:
+            self.appliance = Appliance(settings).open()
+        except SchemaTooNew as exc:
+            self.lock.release()
+            fail(str(exc))
+
+    def __enter__(self) -> Any:
+        return self.appliance
+
+    def __exit__(self, *exc: object) -> None:
+        self.appliance.close()
+        self.lock.release()
+

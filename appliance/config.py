@@ -1,0 +1,329 @@
+"""Settings: one TOML file, then environment variables, then command-line flags.
+
+Precedence (later wins): built-in defaults < config file < ``APPLIANCE_*`` environment
+variables < flags. Every key is validated at start; an unknown key or a bad value is a
+:class:`ConfigError` with one clear line naming the key.
+
+Top-level keys map to ``APPLIANCE_<KEY>`` (``APPLIANCE_PORT``), section keys to
+``APPLIANCE_<SECTION>_<KEY>`` (``APPLIANCE_IMPORT_MAX_ROWS``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+PROVIDER_KINDS = ("simulator", "http", "vonage", "twilio", "infobip")
+SECRET_KEYS = ("api_key", "api_secret", "signature_secret", "auth_token", "secret", "password")
+
+
+class ConfigError(Exception):
+    """A configuration problem, phrased for the operator in one line."""
+
+
+@dataclass(frozen=True)
+class ImportSettings:
+    max_rows: int = 1_000_000
+    max_bytes: int = 64 * 1024 * 1024
+    chunk_lines: int = 2000
+    default_region: str = "TR"
+    payload_retention_days: float = 7.0
+    job_retention_days: float = 90.0
+    stuck_after_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class SendingSettings:
+    batch_size: int = 500
+    submit_timeout_s: float = 10.0
+    delivery_window_hours: float = 72.0
+    max_attempts: int = 8
+    max_body_chars: int = 1600
+    default_provider: str = ""
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    max_callback_bytes: int = 256 * 1024
+    inbox_retention_days: float = 30.0
+    raw_retention_days: float = 30.0
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    coverage_min_pct: float = 95.0
+    coverage_window_hours: float = 48.0
+    coverage_settle_hours: float = 6.0
+    inbox_oldest_max_s: float = 3600.0
+    overdue_max: int = 0
+    webhook_url: str = ""
+
+
+@dataclass(frozen=True)
+class BackupSettings:
+    interval_hours: float = 0.0  # 0 = no scheduled backups
+    keep: int = 7
+    dir: str = ""  # default: <data_dir>/backups
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    name: str
+    kind: str
+    base_url: str = ""
+    sender: str = "APPLIANCE"
+    rate_per_s: float = 30.0
+    concurrency: int = 8
+    api_key: str = ""
+    api_secret: str = ""
+    signature_secret: str = ""
+    signature_method: str = "sha256"
+    account_sid: str = ""
+    auth_token: str = ""
+    secret: str = ""
+    dedupes_on_ref: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = Path("./data")
+    host: str = "127.0.0.1"
+    port: int = 8080
+    public_url: str = ""
+    synchronous: str = "FULL"
+    busy_timeout_ms: int = 5000
+    read_connections: int = 4
+    log_format: str = "auto"
+    log_level: str = "info"
+    log_full_numbers: bool = False
+    shutdown_timeout_s: float = 20.0
+    imports: ImportSettings = field(default_factory=ImportSettings)
+    sending: SendingSettings = field(default_factory=SendingSettings)
+    reports: ReportSettings = field(default_factory=ReportSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
+    backup: BackupSettings = field(default_factory=BackupSettings)
+    providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "appliance.db"
+
+    @property
+    def callback_base(self) -> str:
+        base = self.public_url or f"http://{self.host}:{self.port}"
+        return base.rstrip("/")
+
+    def provider(self, name: str) -> ProviderSettings:
+        try:
+            return self.providers[name]
+        except KeyError:
+            raise ConfigError(f"no provider named {name!r} in the config") from None
+
+    @property
+    def default_provider(self) -> str:
+        if self.sending.default_provider:
+            return self.sending.default_provider
+        return next(iter(self.providers), "")
+
+
+SECTIONS: dict[str, type] = {
+    "import": ImportSettings,
+    "sending": SendingSettings,
+    "reports": ReportSettings,
+    "alerts": AlertSettings,
+    "backup": BackupSettings,
+}
+SECTION_ATTR = {"import": "imports"}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "synchronous": ("FULL", "NORMAL"),
+    "log_format": ("auto", "json", "text"),
+    "log_level": ("debug", "info", "warning", "error"),
+    "kind": PROVIDER_KINDS,
+    "signature_method": ("md5hash", "md5", "sha1", "sha256", "sha512"),
+}
+
+
+def _coerce(where: str, name: str, want: Any, value: Any) -> Any:
+    """Turn a TOML or environment value into the type of the default ``want``."""
+    try:
+        if isinstance(want, bool):
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(want, int):
+            if isinstance(value, bool):
+                raise ValueError
+            out: Any = int(value)
+            if isinstance(value, float) and value != out:
+                raise ValueError
+        elif isinstance(want, float):
+            if isinstance(value, bool):
+                raise ValueError
+            out = float(value)
+        elif isinstance(want, Path):
+            out = Path(str(value))
+        elif isinstance(want, str):
+            if not isinstance(value, str | int | float):
+                raise ValueError
+            out = str(value)
+        else:
+            out = value
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{where}{name}: expected {type(want).__name__}, got {value!r}"
+        ) from None
+    if name in CHOICES:
+        choices = CHOICES[name]
+        norm = out.upper() if name == "synchronous" else out
+        if norm not in choices:
+            raise ConfigError(f"{where}{name}: {out!r} is not one of {', '.join(choices)}")
+        out = norm
+    if isinstance(out, int | float) and not isinstance(out, bool) and out < 0:
+        raise ConfigError(f"{where}{name}: must not be negative, got {out!r}")
+    return out
+
+
+def _apply(obj: Any, values: Mapping[str, Any], where: str) -> Any:
+    known = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    changes: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known or key in ("name", "options"):
+            raise ConfigError(f"{where}{key}: unknown setting")
+        changes[key] = _coerce(where, key, known[key], value)
+    return replace(obj, **changes)
+
+
+def _provider(name: str, table: Any) -> ProviderSettings:
+    where = f"[providers.{name}] "
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}must be a table")
+    if "kind" not in table:
+        raise ConfigError(f"{where}kind: missing (one of {', '.join(PROVIDER_KINDS)})")
+    known = {f.name for f in fields(ProviderSettings)}
+    options = {k: v for k, v in table.items() if k not in known}
+    base = ProviderSettings(name=name, kind="simulator", options=options)
+    return _apply(base, {k: v for k, v in table.items() if k in known}, where)  # type: ignore[no-any-return]
+
+
+def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Settings:
+    top: dict[str, Any] = {}
+    out = settings
+    for key, value in data.items():
+        if key in SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}[{key}]: must be a table")
+            attr = SECTION_ATTR.get(key, key)
+            out = replace(out, **{attr: _apply(getattr(out, attr), value, f"{where}[{key}] ")})
+        elif key == "providers":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}[providers]: must be a table of tables")
+            out = replace(out, providers={n: _provider(n, t) for n, t in value.items()})
+        else:
+            top[key] = value
+    if top:
+        blocked = {"imports", "sending", "reports", "alerts", "backup", "providers"}
+        for key in top:
+            if key in blocked:
+                raise ConfigError(f"{where}{key}: unknown setting")
+        out = _apply(out, top, where)
+    return out
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    top = {f.name for f in fields(Settings)} - {"imports", "sending", "reports", "alerts",
+                                                 "backup", "providers"}
+    for var, value in env.items():
+        if not var.startswith("APPLIANCE_") or var in ("APPLIANCE_CONFIG", "APPLIANCE_CLOCK_FILE"):
+            continue
+        rest = var[len("APPLIANCE_"):].lower()
+        if rest in top:
+            data[rest] = value
+            continue
+        for section in SECTIONS:
+            if rest.startswith(section + "_"):
+                data.setdefault(section, {})[rest[len(section) + 1:]] = value
+                break
+        else:
+            raise ConfigError(f"environment {var}: unknown setting")
+    return data
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Defaults, then the TOML file, then the environment, then ``overrides`` (flags)."""
+    env = os.environ if env is None else env
+    settings = Settings()
+    path = config_file or env.get("APPLIANCE_CONFIG")
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path}: not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path}: not valid TOML ({exc})") from None
+        settings = _from_mapping(settings, data, f"{path}: ")
+    settings = _from_mapping(settings, _from_env(env), "")
+    flags = {k: v for k, v in (overrides or {}).items() if v is not None}
+    settings = _from_mapping(settings, flags, "flag ")
+    _validate(settings)
+    return settings
+
+
+def _validate(s: Settings) -> None:
+    if s.port > 65535:
+        raise ConfigError(f"port: {s.port} is not a TCP port")
+    if s.imports.chunk_lines < 1:
+        raise ConfigError("[import] chunk_lines: must be at least 1")
+    if s.read_connections < 1:
+        raise ConfigError("read_connections: must be at least 1")
+    if s.sending.default_provider and s.sending.default_provider not in s.providers:
+        raise ConfigError(
+            f"[sending] default_provider: no provider named {s.sending.default_provider!r}"
+        )
+    if s.data_dir.exists() and not s.data_dir.is_dir():
+        raise ConfigError(f"data_dir: {s.data_dir} exists and is not a directory")
+
+
+def ensure_data_dir(s: Settings) -> None:
+    """Create the data directory, or say clearly why it cannot be used."""
+    try:
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        probe = s.data_dir / ".write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"data_dir: {s.data_dir} is not writable ({exc.strerror})") from None
+
+
+def masked(s: Settings) -> dict[str, Any]:
+    """The effective settings as plain data, secrets replaced by ``***``."""
+
+    def walk(obj: Any) -> Any:
+        if hasattr(obj, "__dataclass_fields__"):
+            return {f.name: mask(f.name, walk(getattr(obj, f.name))) for f in fields(obj)}
+        if isinstance(obj, Mapping):
+            return {k: mask(k, walk(v)) for k, v in obj.items()}
+        if isinstance(obj, Path):
+            return str(obj)
+        return obj
+
+    def mask(key: str, value: Any) -> Any:
+        if key in SECRET_KEYS and value:
+            return "***"
+        return value
+
+    return walk(s)  # type: ignore[no-any-return]

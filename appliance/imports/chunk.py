@@ -1,0 +1,52 @@
+"""Turning one slice of a stored payload into a :class:`Chunk` of outcomes.
+
+Pure CPU work (no store access), so it can run in a worker thread or process.
+"""
+
+from __future__ import annotations
+
+from appliance.imports.import_job import Chunk, ChunkRow
+from appliance.imports.lines import Entry, ParseError, iter_lines, looks_like_header, parse_line
+from appliance.imports.normalise import Invalid, normalise_msisdn
+
+
+def parse_chunk(
+    job_id: int,
+    text: str,
+    start_line: int,
+    start_offset: int,
+    max_lines: int,
+    region: str,
+    entries_seen: int,
+) -> Chunk:
+    """Parse up to ``max_lines`` lines of ``text`` after line ``start_line``.
+
+    ``entries_seen`` is how many non-blank lines the job has handled before: while
+    it is 0, the first non-blank line may be a header row and is skipped as such.
+    """
+    rows: list[ChunkRow] = []
+    blank = 0
+    processed = start_line
+    offset = start_offset
+    for line, end in iter_lines(text, start_line, start_offset):
+        processed = line.number
+        offset = end
+        parsed = parse_line(line.text)
+        if parsed is None:
+            blank += 1
+        elif isinstance(parsed, ParseError):
+            rows.append(ChunkRow(line.number, None, line=line.text, reason=parsed.reason))
+        elif entries_seen == 0 and not rows and looks_like_header(line.text):
+            rows.append(ChunkRow(line.number, None, line=line.text, header=True))
+        else:
+            rows.append(_normalised(line.number, line.text, parsed, region))
+        if processed - start_line >= max_lines:
+            break
+    return Chunk(job_id, start_line, processed, offset, rows, blank)
+
+
+def _normalised(number: int, text: str, entry: Entry, region: str) -> ChunkRow:
+    result = normalise_msisdn(entry.number_text, region)
+    if isinstance(result, Invalid):
+        return ChunkRow(number, None, line=text, reason=result.reason)
+    return ChunkRow(number, result.msisdn, name=entry.name, line=text)

@@ -1,0 +1,299 @@
+"""Import jobs in the store: creating one idempotently, reading it, advancing it.
+
+Every function here is a read unit or a write unit (a function of an apsw
+connection). :func:`apply_chunk` is the heart of IMP-4: the contacts of one chunk,
+its reject rows and the new position are written in one transaction, and the
+position update is guarded by the previous position so two workers can never
+advance the same job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+ACTIVE_STATES = ("DRAFT", "RUNNING")
+JOB_COLUMNS = (
+    "j.id, j.account_id, l.name, j.list_id, j.state, j.region, j.total, j.processed,"
+    " j.text_offset, j.inserted, j.duplicates_in_paste, j.duplicates_in_list, j.rejected,"
+    " j.blank, j.header_skipped, j.error, j.created_at, j.started_at, j.finished_at,"
+    " j.updated_at, j.payload_pruned_at"
+)
+
+
+class IdempotencyConflict(ValueError):
+    """The idempotency key was used before with another payload."""
+
+
+class JobMoved(RuntimeError):
+    """The job's position was not where this worker expected: someone else moved it."""
+
+
+@dataclass(frozen=True)
+class ImportJob:
+    id: int
+    account_id: int
+    list_name: str
+    list_id: int
+    state: str
+    region: str
+    total: int
+    processed: int
+    text_offset: int
+    inserted: int
+    duplicates_in_paste: int
+    duplicates_in_list: int
+    rejected: int
+    blank: int
+    header_skipped: int
+    error: str | None
+    created_at: int
+    started_at: int | None
+    finished_at: int | None
+    updated_at: int
+    payload_pruned_at: int | None
+
+    @property
+    def duplicates(self) -> int:
+        return self.duplicates_in_paste + self.duplicates_in_list
+
+    @property
+    def entries_seen(self) -> int:
+        """Non-blank lines handled so far (header detection looks at the first one)."""
+        return self.inserted + self.duplicates + self.rejected + self.header_skipped
+
+
+@dataclass(frozen=True)
+class NewJob:
+    account_id: int
+    list_name: str
+    region: str
+    idempotency_key: str
+    payload: bytes
+    content_type: str
+    total: int
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One non-blank line's outcome, as the parser decided it."""
+
+    line_number: int
+    msisdn: str | None  # None: rejected
+    name: str | None = None
+    line: str = ""
+    reason: str = ""
+    header: bool = False
+
+
+@dataclass(frozen=True)
+class Chunk:
+    job_id: int
+    from_processed: int
+    to_processed: int
+    to_offset: int
+    rows: list[ChunkRow]
+    blank: int
+
+
+def _job(row: Any) -> ImportJob:
+    return ImportJob(*row)
+
+
+def payload_sha256(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
+
+
+def default_idempotency_key(account_id: int, payload: bytes) -> str:
+    h = hashlib.sha256(f"{account_id}:".encode())
+    h.update(payload)
+    return "sha256:" + h.hexdigest()
+
+
+def ensure_list(conn: apsw.Connection, account_id: int, name: str, now_ms: int) -> int:
+    conn.execute(
+        "INSERT INTO lists (account_id, name, created_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (account_id, name) DO NOTHING",
+        (account_id, name, now_ms),
+    )
+    row = conn.execute(
+        "SELECT id FROM lists WHERE account_id = ? AND name = ?", (account_id, name)
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJob, bool]:
+    """Write unit: the job for this submission, and whether it was created now.
+
+    The same key with the same payload, list and region returns the existing job; the
+    same key with anything else raises :class:`IdempotencyConflict`.
+    """
+    digest = payload_sha256(new.payload)
+    found = conn.execute(
+        "SELECT j.id, j.payload_sha256, l.name, j.region FROM import_jobs j"
+        " JOIN lists l ON l.id = j.list_id WHERE j.account_id = ? AND j.idempotency_key = ?",
+        (new.account_id, new.idempotency_key),
+    ).fetchone()
+    if found is not None:
+        if (found[1], found[2], found[3]) != (digest, new.list_name, new.region):
+            raise IdempotencyConflict(
+                "this Idempotency-Key was already used for a different submission"
+                f" (job {found[0]}); use a new key for a new list"
+            )
+        job = get_job(conn, int(found[0]), new.account_id)
+        assert job is not None
+        return job, False
+    list_id = ensure_list(conn, new.account_id, new.list_name, now_ms)
+    conn.execute(
+        "INSERT INTO import_jobs (account_id, list_id, idempotency_key, payload_sha256, region,"
+        " state, total, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'DRAFT', ?, ?, ?)",
+        (new.account_id, list_id, new.idempotency_key, digest, new.region, new.total,
+         now_ms, now_ms),
+    )
+    job_id = conn.last_insert_rowid()
+    conn.execute(
+        "INSERT INTO import_payloads (job_id, content_type, body, received_at)"
+        " VALUES (?, ?, ?, ?)",
+        (job_id, new.content_type, new.payload, now_ms),
+    )
+    job = get_job(conn, job_id, new.account_id)
+    assert job is not None
+    return job, True
+
+
+def get_job(conn: apsw.Connection, job_id: int, account_id: int | None = None) -> ImportJob | None:
+    sql = f"SELECT {JOB_COLUMNS} FROM import_jobs j JOIN lists l ON l.id = j.list_id WHERE j.id = ?"
+    args: tuple[Any, ...] = (job_id,)
+    if account_id is not None:
+        sql += " AND j.account_id = ?"
+        args += (account_id,)
+    row = conn.execute(sql, args).fetchone()
+    return None if row is None else _job(row)
+
+
+def list_jobs(conn: apsw.Connection, account_id: int, limit: int = 50) -> list[ImportJob]:
+    rows = conn.execute(
+        f"SELECT {JOB_COLUMNS} FROM import_jobs j JOIN lists l ON l.id = j.list_id"
+        " WHERE j.account_id = ? ORDER BY j.id DESC LIMIT ?",
+        (account_id, limit),
+    ).fetchall()
+    return [_job(r) for r in rows]
+
+
+def next_runnable(conn: apsw.Connection) -> ImportJob | None:
+    """The oldest job that still has work (DRAFT or RUNNING)."""
+    row = conn.execute(
+        f"SELECT {JOB_COLUMNS} FROM import_jobs j JOIN lists l ON l.id = j.list_id"
+        " WHERE j.state IN ('DRAFT', 'RUNNING') ORDER BY j.id LIMIT 1"
+    ).fetchone()
+    return None if row is None else _job(row)
+
+
+def load_payload(conn: apsw.Connection, job_id: int) -> bytes | None:
+    row = conn.execute("SELECT body FROM import_payloads WHERE job_id = ?", (job_id,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def apply_chunk(conn: apsw.Connection, chunk: Chunk, now_ms: int) -> ImportJob:
+    """Write unit: one chunk's contacts, rejects and position, or nothing at all."""
+    job = get_job(conn, chunk.job_id)
+    if job is None or job.state not in ACTIVE_STATES or job.processed != chunk.from_processed:
+        raise JobMoved(f"job {chunk.job_id} is not at line {chunk.from_processed}")
+    inserted = dup_paste = dup_list = rejected = header = 0
+    for row in chunk.rows:
+        if row.header:
+            header += 1
+        elif row.msisdn is None:
+            rejected += 1
+            conn.execute(
+                "INSERT INTO import_rejects (job_id, line_number, line, reason) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (job_id, line_number) DO NOTHING",
+                (job.id, row.line_number, row.line, row.reason),
+            )
+        else:
+            conn.execute(
+                "INSERT INTO contacts (list_id, msisdn, name, job_id, created_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (list_id, msisdn) DO NOTHING",
+                (job.list_id, row.msisdn, row.name, job.id, now_ms),
+            )
+            if conn.changes():
+                inserted += 1
+            else:
+                owner = conn.execute(
+                    "SELECT job_id FROM contacts WHERE list_id = ? AND msisdn = ?",
+                    (job.list_id, row.msisdn),
+                ).fetchone()
+                if owner is not None and owner[0] == job.id:
+                    dup_paste += 1
+                else:
+                    dup_list += 1
+    done = chunk.to_processed >= job.total
+    conn.execute(
+        "UPDATE import_jobs SET processed = ?, text_offset = ?, inserted = inserted + ?,"
+        " duplicates_in_paste = duplicates_in_paste + ?, duplicates_in_list = duplicates_in_list + ?,"
+        " rejected = rejected + ?, blank = blank + ?, header_skipped = header_skipped + ?,"
+        " state = ?, started_at = COALESCE(started_at, ?), finished_at = ?, updated_at = ?"
+        " WHERE id = ? AND processed = ? AND state IN ('DRAFT', 'RUNNING')",
+        (chunk.to_processed, chunk.to_offset, inserted, dup_paste, dup_list, rejected,
+         chunk.blank, header, "DONE" if done else "RUNNING", now_ms, now_ms if done else None,
+         now_ms, job.id, chunk.from_processed),
+    )
+    if conn.changes() != 1:
+        raise JobMoved(f"job {job.id} moved while this chunk was written")
+    out = get_job(conn, job.id)
+    assert out is not None
+    return out
+
+
+def fail_job(conn: apsw.Connection, job_id: int, error: str, now_ms: int) -> None:
+    conn.execute(
+        "UPDATE import_jobs SET state = 'FAILED', error = ?, finished_at = ?, updated_at = ?"
+        " WHERE id = ? AND state IN ('DRAFT', 'RUNNING')",
+        (error, now_ms, now_ms, job_id),
+    )
+
+
+def cancel_job(conn: apsw.Connection, job_id: int, account_id: int, now_ms: int) -> bool:
+    """Write unit: cancel an unfinished job; True if it was cancelled now."""
+    conn.execute(
+        "UPDATE import_jobs SET state = 'CANCELLED', finished_at = ?, updated_at = ?"
+        " WHERE id = ? AND account_id = ? AND state IN ('DRAFT', 'RUNNING')",
+        (now_ms, now_ms, job_id, account_id),
+    )
+    return bool(conn.changes())
+
+
+def iter_rejects(conn: apsw.Connection, job_id: int) -> Iterator[tuple[int, str, str]]:
+    for row in conn.execute(
+        "SELECT line_number, line, reason FROM import_rejects WHERE job_id = ?"
+        " ORDER BY line_number",
+        (job_id,),
+    ):
+        yield int(row[0]), str(row[1]), str(row[2])
+
+
+def list_summary(conn: apsw.Connection, account_id: int, name: str) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT l.id, l.name, l.created_at, (SELECT count(*) FROM contacts c"
+        " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? AND l.name = ?",
+        (account_id, name),
+    ).fetchone()
+    if row is None:
+        return None
+    return {"id": int(row[0]), "name": str(row[1]), "created_at": int(row[2]),
+            "contacts": int(row[3])}
+
+
+def list_lists(conn: apsw.Connection, account_id: int) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT l.id, l.name, l.created_at, (SELECT count(*) FROM contacts c"
+        " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? ORDER BY l.name",
+        (account_id,),
+    ).fetchall()
+    return [{"id": int(r[0]), "name": str(r[1]), "created_at": int(r[2]),
+             "contacts": int(r[3])} for r in rows]

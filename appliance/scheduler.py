@@ -1,0 +1,103 @@
+"""The in-process scheduler: named loops that do small units of work.
+
+Each loop is an async function that does one bounded step and returns how long to
+wait before the next (``None``: its interval). Work that others make due can
+``wake`` a loop at once. A loop that raises is logged and retried after its
+interval; stopping lets the step in progress finish. ``heartbeats`` tells health
+checks that the loops are alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+log = logging.getLogger("appliance.scheduler")
+
+Step = Callable[[], Awaitable[float | None]]
+
+
+@dataclass
+class _Loop:
+    name: str
+    step: Step
+    interval_s: float
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    last_run: float = 0.0
+    last_error: str | None = None
+    runs: int = 0
+    errors: int = 0
+
+
+class Scheduler:
+    def __init__(self) -> None:
+        self._loops: dict[str, _Loop] = {}
+        self._stopping = False
+
+    def add(self, name: str, step: Step, interval_s: float) -> None:
+        if name in self._loops:
+            raise ValueError(f"loop {name!r} already added")
+        self._loops[name] = _Loop(name, step, interval_s)
+
+    def wake(self, name: str) -> None:
+        loop = self._loops.get(name)
+        if loop is not None:
+            loop.wake.set()
+
+    def start(self) -> None:
+        self._stopping = False
+        for loop in self._loops.values():
+            loop.last_run = time.monotonic()
+            loop.task = asyncio.create_task(self._run(loop), name=f"loop:{loop.name}")
+
+    async def stop(self, timeout: float = 15.0) -> None:
+        """Let each loop finish its current step, then end them."""
+        self._stopping = True
+        for loop in self._loops.values():
+            loop.wake.set()
+        tasks = [lp.task for lp in self._loops.values() if lp.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=2.0)
+
+    async def _run(self, loop: _Loop) -> None:
+        while not self._stopping:
+            delay: float | None = loop.interval_s
+            try:
+                delay = await loop.step()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failing step must not end the loop
+                loop.errors += 1
+                loop.last_error = f"{type(exc).__name__}: {exc}"
+                log.exception("loop %s failed", loop.name)
+                delay = loop.interval_s
+            loop.runs += 1
+            loop.last_run = time.monotonic()
+            if self._stopping:
+                break
+            wait_s = loop.interval_s if delay is None else delay
+            if wait_s <= 0:
+                await asyncio.sleep(0)
+                continue
+            try:
+                await asyncio.wait_for(loop.wake.wait(), timeout=wait_s)
+            except TimeoutError:
+                pass
+            loop.wake.clear()
+
+    def heartbeats(self) -> dict[str, float]:
+        """Seconds since each loop last finished a step."""
+        now = time.monotonic()
+        return {name: now - lp.last_run for name, lp in self._loops.items()}
+
+    def errors(self) -> dict[str, str | None]:
+        return {name: lp.last_error for name, lp in self._loops.items()}

@@ -1,0 +1,28 @@
+"""The store: one writer thread, a pool of readers, one SQLite file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from appliance.store.readers import Readers
+from appliance.store.schema import migrate
+from appliance.store.writer import Writer
+
+
+@dataclass
+class Store:
+    writer: Writer
+    readers: Readers
+
+    @classmethod
+    def open(cls, path: str, synchronous: str = "FULL", busy_timeout_ms: int = 5000,
+             read_connections: int = 4) -> Store:
+        migrate(path)
+        writer = Writer(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+        writer.start()
+        readers = Readers(path, size=read_connections, busy_timeout_ms=busy_timeout_ms)
+        return cls(writer, readers)
+
+    def close(self) -> None:
+        self.writer.stop()
+        self.readers.close()

@@ -1,0 +1,72 @@
+"""Opening connections and bringing the database to the current schema.
+
+``schema.sql`` (repository root, bundled in the package) is the current schema;
+``PRAGMA user_version`` records which version a file is at. A new file gets the
+whole schema; an older file gets the steps in :data:`MIGRATIONS` in order. A file
+from a newer appliance is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+
+import apsw
+
+SCHEMA_VERSION = 1
+
+# version -> step that takes a database from version-1 to version.
+MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {}
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer appliance."""
+
+
+def schema_sql() -> str:
+    return resources.files("appliance").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+def open_connection(path: str, synchronous: str = "FULL", busy_timeout_ms: int = 5000,
+                    readonly: bool = False) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else (
+        apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    )
+    conn = apsw.Connection(path, flags=flags)
+    conn.set_busy_timeout(busy_timeout_ms)
+    if not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    conn.execute("PRAGMA cache_size=-32000")
+    return conn
+
+
+def user_version(conn: apsw.Connection) -> int:
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(path: str) -> int:
+    """Create or upgrade the database at ``path``; return the version it is now at."""
+    conn = open_connection(path)
+    try:
+        version = user_version(conn)
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{path} has schema version {version}; this appliance knows up to "
+                f"{SCHEMA_VERSION}. Run a newer appliance or restore an older backup."
+            )
+        if version == SCHEMA_VERSION:
+            return version
+        with conn:
+            if version == 0:
+                conn.execute(schema_sql())
+            else:
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    MIGRATIONS[step](conn)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        return SCHEMA_VERSION
+    finally:
+        conn.close()

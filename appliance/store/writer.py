@@ -1,0 +1,207 @@
+"""The one writer: a thread that owns the only write connection.
+
+Callers hand it *write units* (functions of the connection). The thread takes every
+unit queued at that moment, runs them in one ``BEGIN IMMEDIATE`` transaction with a
+savepoint each (a failing unit is rolled back alone and its caller gets the
+exception), commits once, and only then resolves the callers' futures. So a resolved
+future means the unit's effects are on disk (``synchronous=FULL``), and one fsync is
+shared by everything that arrived together: group commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import apsw
+
+from appliance.store.schema import open_connection
+
+T = TypeVar("T")
+WriteUnit = Callable[[apsw.Connection], T]
+log = logging.getLogger("appliance.writer")
+
+
+class WriterClosed(RuntimeError):
+    """The writer is stopped; nothing was written."""
+
+
+@dataclass
+class _Item:
+    unit: Callable[[apsw.Connection], Any]
+    future: Future[Any]
+
+
+@dataclass
+class WriterStats:
+    commits: int = 0
+    units: int = 0
+    failed_units: int = 0
+    failed_commits: int = 0
+    last_commit_s: float = 0.0
+    commit_seconds: list[float] = field(default_factory=list)
+
+    def record(self, seconds: float, units: int) -> None:
+        self.commits += 1
+        self.units += units
+        self.last_commit_s = seconds
+        self.commit_seconds.append(seconds)
+        if len(self.commit_seconds) > 4096:
+            del self.commit_seconds[:2048]
+
+
+class Writer:
+    """Serialises every write through one thread and one connection."""
+
+    def __init__(
+        self,
+        path: str,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 5000,
+        max_batch: int = 2000,
+        on_commit: Callable[[float, int], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.synchronous = synchronous
+        self.busy_timeout_ms = busy_timeout_ms
+        self.max_batch = max_batch
+        self.stats = WriterStats()
+        self._on_commit = on_commit
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._accepting = False
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    # -- lifecycle -----------------------------------------------------------
+    def start(self) -> None:
+        ready: Future[None] = Future()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name="appliance-writer", daemon=True
+        )
+        self._thread.start()
+        ready.result()
+        self._accepting = True
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking units, finish the queued ones, close the connection."""
+        self._accepting = False
+        if self._thread is None:
+            return
+        self._queue.put(None)
+        self._thread.join(timeout)
+        self._thread = None
+
+    @property
+    def queue_depth(self) -> int:
+        return self._pending
+
+    # -- submitting ----------------------------------------------------------
+    def submit(self, unit: WriteUnit[T]) -> Future[T]:
+        if not self._accepting:
+            raise WriterClosed("the writer is stopped")
+        fut: Future[T] = Future()
+        with self._lock:
+            self._pending += 1
+        self._queue.put(_Item(unit, fut))
+        return fut
+
+    def call(self, unit: WriteUnit[T], timeout: float | None = None) -> T:
+        """Run ``unit`` and wait for its commit (for threads, not the event loop)."""
+        return self.submit(unit).result(timeout)
+
+    async def run(self, unit: WriteUnit[T]) -> T:
+        """Run ``unit`` and await its commit."""
+        return await asyncio.wrap_future(self.submit(unit))
+
+    # -- the thread ----------------------------------------------------------
+    def _run(self, ready: Future[None]) -> None:
+        try:
+            conn = open_connection(self.path, self.synchronous, self.busy_timeout_ms)
+        except BaseException as exc:
+            ready.set_exception(exc)
+            return
+        ready.set_result(None)
+        stopping = False
+        try:
+            while not stopping:
+                first = self._queue.get()
+                if first is None:
+                    stopping = True
+                    batch: list[_Item] = []
+                else:
+                    batch = [first]
+                while len(batch) < self.max_batch:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is None:
+                        stopping = True
+                        continue
+                    batch.append(nxt)
+                if batch:
+                    self._commit_batch(conn, batch)
+        finally:
+            conn.close()
+
+    def _commit_batch(self, conn: apsw.Connection, batch: list[_Item]) -> None:
+        started = time.perf_counter()
+        results: list[tuple[_Item, bool, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            self._fail_all(batch, exc)
+            return
+        for item in batch:
+            if not item.future.set_running_or_notify_cancel():
+                results.append((item, False, None))
+                continue
+            conn.execute("SAVEPOINT unit")
+            try:
+                value = item.unit(conn)
+            except BaseException as exc:
+                conn.execute("ROLLBACK TO unit")
+                conn.execute("RELEASE unit")
+                results.append((item, False, exc))
+                self.stats.failed_units += 1
+            else:
+                conn.execute("RELEASE unit")
+                results.append((item, True, value))
+        try:
+            conn.execute("COMMIT")
+        except apsw.Error as exc:
+            log.error("commit failed: %s", exc)
+            self.stats.failed_commits += 1
+            try:
+                conn.execute("ROLLBACK")
+            except apsw.Error:
+                pass
+            self._fail_all(batch, exc)
+            return
+        elapsed = time.perf_counter() - started
+        self.stats.record(elapsed, len(batch))
+        if self._on_commit is not None:
+            self._on_commit(elapsed, len(batch))
+        with self._lock:
+            self._pending -= len(batch)
+        for item, ok, value in results:
+            if ok:
+                item.future.set_result(value)
+            elif value is not None:
+                item.future.set_exception(value)
+
+    def _fail_all(self, batch: list[_Item], exc: BaseException) -> None:
+        with self._lock:
+            self._pending -= len(batch)
+        for item in batch:
+            if not item.future.done():
+                if item.future.running() or item.future.set_running_or_notify_cancel():
+                    item.future.set_exception(exc)

@@ -1,0 +1,1 @@
+"""The HTTP surface: the API, provider callbacks, operations endpoints and pages."""

@@ -1,0 +1,278 @@
+"""``/api/contacts/import``, ``/api/jobs/*`` and ``/api/lists/*``.
+
+The accept side (IMP-1, 2, 3, 11) only authenticates, streams the body under a byte
+limit, counts lines, stores the payload as received and answers ``202``. All
+parsing happens later in the import worker.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from appliance.clock import iso
+from appliance.imports.import_job import (
+    IdempotencyConflict,
+    ImportJob,
+    NewJob,
+    cancel_job,
+    create_job,
+    default_idempotency_key,
+    get_job,
+    iter_rejects,
+    list_jobs,
+    list_lists,
+    list_summary,
+)
+from appliance.imports.accept import (
+    Refused,
+    check_list_name,
+    check_region,
+    count_payload_lines,
+    too_large,
+)
+from appliance.service import Appliance
+from appliance.web.auth import require_account
+from appliance.web.errors import ApiError, not_found
+
+MAX_IDEMPOTENCY_KEY = 200
+
+
+def _appliance(request: Request) -> Appliance:
+    appliance: Appliance = request.app.state.appliance
+    return appliance
+
+
+async def read_limited(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it passes ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    refused = too_large(limit)
+    too_large_error = ApiError(refused.status, refused.error, refused.message, **refused.extra)
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise too_large_error
+        except ValueError:
+            raise ApiError(400, "bad_request", "Content-Length is not a number") from None
+    parts: list[bytes] = []
+    size = 0
+    async for piece in request.stream():
+        size += len(piece)
+        if size > limit:
+            raise too_large_error
+        parts.append(piece)
+    body = b"".join(parts)
+    request._body = body  # let request.form() / json() reuse what was read
+    return body
+
+
+def job_json(job: ImportJob) -> dict[str, Any]:
+    elapsed = None
+    if job.started_at is not None:
+        elapsed = ((job.finished_at or job.updated_at) - job.started_at) / 1000
+    return {
+        "id": job.id,
+        "jobId": job.id,
+        "state": job.state,
+        "list": job.list_name,
+        "region": job.region,
+        "total": job.total,
+        "processed": job.processed,
+        "inserted": job.inserted,
+        "duplicates": job.duplicates,
+        "duplicates_in_paste": job.duplicates_in_paste,
+        "duplicates_in_list": job.duplicates_in_list,
+        "rejected": job.rejected,
+        "blank": job.blank,
+        "header_skipped": job.header_skipped,
+        "error": job.error,
+        "percent": round(100.0 * job.processed / job.total, 1) if job.total else 100.0,
+        "rows_per_s": round(job.processed / elapsed) if elapsed else None,
+        "created_at": iso(job.created_at),
+        "started_at": iso(job.started_at),
+        "finished_at": iso(job.finished_at),
+        "updated_at": iso(job.updated_at),
+        "payload_pruned": job.payload_pruned_at is not None,
+        "poll": f"/api/jobs/{job.id}",
+        "rejects_url": f"/api/jobs/{job.id}/rejects.csv",
+    }
+
+
+async def _submission(request: Request, body: bytes) -> tuple[str, Any, bytes, str]:
+    """(list name, region, payload bytes, content type) from any accepted body shape."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "application/json":
+        try:
+            data = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ApiError(400, "invalid_json", f"the body is not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "invalid_json", "the body must be a JSON object")
+        text = data.get("text")
+        if not isinstance(text, str):
+            raise ApiError(422, "invalid_text", "'text' must be a string with one number per line")
+        return data.get("list"), data.get("region"), text.encode("utf-8"), "text/plain"
+    if ctype in ("text/plain", "text/csv"):
+        q = request.query_params
+        return q.get("list"), q.get("region"), body, ctype
+    if ctype == "multipart/form-data":
+        try:
+            form = await request.form(max_files=1, max_fields=10)
+        except Exception as exc:  # starlette raises several types for bad multipart
+            raise ApiError(400, "invalid_multipart", f"could not read the form ({exc})") from None
+        upload = form.get("file")
+        if isinstance(upload, UploadFile):
+            payload = await upload.read()
+            part_type = (upload.content_type or "text/plain").split(";")[0]
+        elif isinstance(form.get("text"), str):
+            payload = str(form.get("text")).encode("utf-8")
+            part_type = "text/plain"
+        else:
+            raise ApiError(422, "invalid_text", "send the list as a 'file' part or a 'text' field")
+        q = request.query_params
+        return (form.get("list") or q.get("list"), form.get("region") or q.get("region"),
+                payload, part_type)
+    raise ApiError(
+        415, "unsupported_media_type",
+        "send application/json, text/plain, text/csv or multipart/form-data",
+    )
+
+
+async def import_contacts(request: Request) -> Response:
+    account = await require_account(request)
+    appliance = _appliance(request)
+    limits = appliance.settings.imports
+    body = await read_limited(request, limits.max_bytes)
+    list_name, region, payload, ctype = await _submission(request, body)
+    try:
+        name = check_list_name(list_name)
+        region = check_region(region, limits.default_region)
+        total = count_payload_lines(payload, limits)
+    except Refused as exc:
+        raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
+    key = request.headers.get("idempotency-key")
+    if key is not None:
+        key = key.strip()
+        if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
+            raise ApiError(400, "invalid_idempotency_key",
+                           f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters")
+    else:
+        key = default_idempotency_key(account.id, payload)
+    new = NewJob(account.id, name, region, key, payload, ctype, total)
+    try:
+        job, _created = await appliance.store.writer.run(
+            lambda c: create_job(c, new, appliance.now_ms())
+        )
+    except IdempotencyConflict as exc:
+        raise ApiError(422, "idempotency_key_reused", str(exc)) from None
+    appliance.scheduler.wake("imports")
+    return JSONResponse(
+        {"jobId": job.id, "total": job.total, "poll": f"/api/jobs/{job.id}", "state": job.state},
+        status_code=202,
+    )
+
+
+def _job_id(request: Request) -> int:
+    raw = request.path_params["job_id"]
+    if not raw.isdigit() or len(raw) > 18:
+        raise not_found("job")
+    return int(raw)
+
+
+async def _owned_job(request: Request) -> tuple[Appliance, ImportJob]:
+    account = await require_account(request)
+    appliance = _appliance(request)
+    job_id = _job_id(request)
+    job = await appliance.store.readers.run(lambda c: get_job(c, job_id, account.id))
+    if job is None:
+        raise not_found("job")
+    return appliance, job
+
+
+async def show_job(request: Request) -> Response:
+    _, job = await _owned_job(request)
+    return JSONResponse(job_json(job))
+
+
+async def cancel(request: Request) -> Response:
+    appliance, job = await _owned_job(request)
+    await appliance.store.writer.run(
+        lambda c: cancel_job(c, job.id, job.account_id, appliance.now_ms())
+    )
+    fresh = await appliance.store.readers.run(lambda c: get_job(c, job.id))
+    assert fresh is not None
+    return JSONResponse(job_json(fresh))
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """Neutralise cells a spreadsheet would run as a formula (CSV injection)."""
+    if cell and cell[0] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + cell
+    return cell
+
+
+async def rejects_csv(request: Request) -> Response:
+    appliance, job = await _owned_job(request)
+    rows = await appliance.store.readers.run(lambda c: list(iter_rejects(c, job.id)))
+
+    async def body() -> AsyncIterator[bytes]:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\r\n")
+        writer.writerow(["line_number", "line", "reason"])
+        for i, (number, line, reason) in enumerate(rows, 1):
+            writer.writerow([number, spreadsheet_safe(line), spreadsheet_safe(reason)])
+            if i % 2000 == 0:
+                yield buf.getvalue().encode("utf-8")
+                buf.seek(0)
+                buf.truncate()
+        yield buf.getvalue().encode("utf-8")
+
+    return StreamingResponse(
+        body(), media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="job-{job.id}-rejects.csv"'},
+    )
+
+
+async def jobs(request: Request) -> Response:
+    account = await require_account(request)
+    appliance = _appliance(request)
+    found = await appliance.store.readers.run(lambda c: list_jobs(c, account.id))
+    return JSONResponse({"jobs": [job_json(j) for j in found]})
+
+
+async def lists(request: Request) -> Response:
+    account = await require_account(request)
+    appliance = _appliance(request)
+    found = await appliance.store.readers.run(lambda c: list_lists(c, account.id))
+    return JSONResponse({"lists": found})
+
+
+async def show_list(request: Request) -> Response:
+    account = await require_account(request)
+    appliance = _appliance(request)
+    name = request.path_params["name"]
+    found = await appliance.store.readers.run(lambda c: list_summary(c, account.id, name))
+    if found is None:
+        raise not_found("list")
+    found["created_at"] = iso(found["created_at"])
+    return JSONResponse(found)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/api/contacts/import", import_contacts, methods=["POST"]),
+        Route("/api/jobs", jobs, methods=["GET"]),
+        Route("/api/jobs/{job_id}", show_job, methods=["GET"]),
+        Route("/api/jobs/{job_id}/cancel", cancel, methods=["POST"]),
+        Route("/api/jobs/{job_id}/rejects.csv", rejects_csv, methods=["GET"]),
+        Route("/api/lists", lists, methods=["GET"]),
+        Route("/api/lists/{name}", show_list, methods=["GET"]),
+    ]

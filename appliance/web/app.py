@@ -1,0 +1,53 @@
+"""Builds the Starlette application over an :class:`Appliance`.
+
+Every route module exposes ``routes() -> list[BaseRoute]``; this module joins them,
+adds the error handlers and the lifespan that starts and stops the scheduler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from appliance.service import Appliance
+from appliance.web.errors import ApiError
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def all_routes() -> list[BaseRoute]:
+    from appliance.web import api_imports
+
+    routes: list[BaseRoute] = [Route("/healthz", healthz)]
+    routes += api_imports.routes()
+    return routes
+
+
+def build_app(appliance: Appliance) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await appliance.start()
+        try:
+            yield
+        finally:
+            await appliance.stop()
+
+    app = Starlette(
+        routes=all_routes(),
+        exception_handlers={ApiError: _api_error},
+        lifespan=lifespan,
+    )
+    app.state.appliance = appliance
+    return app

@@ -1,0 +1,145 @@
+"""Real processes for tests: an ``appliance serve`` on 127.0.0.1, killed for real.
+
+No mocks of our own storage or HTTP layer: tests talk HTTP to a server process over
+a real SQLite file, and ``kill -9`` it when they need a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], T | None], timeout: float = 30.0,
+             interval: float = 0.02, message: str = "condition") -> T:
+    """Poll ``predicate`` until it returns something truthy, or fail at the deadline."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message} (last: {last!r})")
+
+
+def appliance_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "appliance", *args]
+
+
+def run_cli(*args: str, env: Mapping[str, str] | None = None, input: bytes | None = None,
+            check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(appliance_cmd(*args), env=full_env, input=input.decode() if input
+                          else None, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"appliance {' '.join(args)} failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def create_account(data_dir: Path, name: str = "acme") -> str:
+    out = run_cli("account", "create", name, "--data-dir", str(data_dir))
+    return out.stdout.strip().splitlines()[-1]
+
+
+class Server:
+    """An ``appliance serve`` subprocess on a free port."""
+
+    def __init__(self, data_dir: Path, config: Path | None = None,
+                 env: Mapping[str, str] | None = None, command: str = "serve",
+                 extra_args: tuple[str, ...] = ()) -> None:
+        self.data_dir = data_dir
+        self.config = config
+        self.env = {**os.environ, "APPLIANCE_LOG_FORMAT": "json", **(env or {})}
+        self.command = command
+        self.extra_args = extra_args
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"server-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, wait: bool = True) -> Server:
+        args = [self.command, "--data-dir", str(self.data_dir), "--port", str(self.port),
+                *self.extra_args]
+        if self.config is not None:
+            args += ["--config", str(self.config)]
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        self.proc = subprocess.Popen(appliance_cmd(*args), env=self.env, stdout=log,
+                                     stderr=subprocess.STDOUT)
+        log.close()
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        def ready() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(ready, timeout, message="server to answer /healthz")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def restart(self) -> Server:
+        self.port = self.port if self._port_free(self.port) else free_port()
+        return self.start()
+
+    @staticmethod
+    def _port_free(port: int) -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+        return True
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def client(self, key: str | None = None, **kw: Any) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kw)
