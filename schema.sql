@@ -148,6 +148,7 @@ CREATE INDEX messages_created ON messages (created_at);
 CREATE INDEX messages_campaign_state ON messages (campaign_id, state);
 CREATE INDEX messages_msisdn ON messages (account_id, msisdn);
 CREATE INDEX messages_provider_id ON messages (provider, provider_msg_id);
+CREATE INDEX messages_open ON messages (state, submitted_at);  -- DLR-7 cut-off
 
 -- DLR-2: every authenticated callback body, as received, before interpretation.
 CREATE TABLE raw_reports (
@@ -165,27 +166,31 @@ CREATE INDEX raw_reports_received ON raw_reports (received_at);
 CREATE INDEX raw_reports_quarantine ON raw_reports (parsed, received_at);
 
 -- DLR-3/4/5: every parsed report, keyed by what the provider sent. A repeat is the
--- same fact: it only bumps `repeats`. applied_at IS NULL means waiting in the inbox.
+-- same fact: it only bumps `repeats`. applied_at IS NULL means waiting in the inbox;
+-- rows that were matched stay as the message's report history (message_id).
 CREATE TABLE report_inbox (
     id             INTEGER PRIMARY KEY,
     provider       TEXT    NOT NULL,
-    ref            TEXT    NOT NULL,
+    ref            TEXT    NOT NULL,  -- our ref as the provider echoed it; '' when it sent only its own id
+    provider_msg_id TEXT   NOT NULL DEFAULT '',  -- the provider's id; '' when it sent none
     status         TEXT    NOT NULL,  -- the provider's own status word
     reported_at    INTEGER NOT NULL,  -- provider clock, 0 = none sent
     state          TEXT    NOT NULL,  -- our mapped state
-    provider_msg_id TEXT,
     error_code     TEXT,
-    raw_id         INTEGER REFERENCES raw_reports(id),
+    raw_id         INTEGER,  -- raw_reports.id; the raw row may be pruned first (DLR-12)
     received_at    INTEGER NOT NULL,  -- our clock; retention uses this
     attempts       INTEGER NOT NULL DEFAULT 0,
     next_try_at    INTEGER NOT NULL,
     repeats        INTEGER NOT NULL DEFAULT 0,
-    applied_at     INTEGER,
+    message_id     INTEGER,  -- the message it was matched to
+    applied_at     INTEGER,  -- our clock, when it was matched (applied or kept as stale)
     outcome        TEXT,  -- APPLIED, STALE (kept in history, not applied), or NULL while waiting
-    UNIQUE (ref, status, reported_at)
+    UNIQUE (ref, provider_msg_id, status, reported_at, provider)
 );
 CREATE INDEX report_inbox_waiting ON report_inbox (applied_at, next_try_at);
 CREATE INDEX report_inbox_received ON report_inbox (received_at);
+CREATE INDEX report_inbox_provider_id ON report_inbox (provider, provider_msg_id);
+CREATE INDEX report_inbox_message ON report_inbox (message_id);
 
 -- Where a provider reports only its own id, the id -> ref mapping recorded at submit.
 CREATE TABLE provider_ids (
