@@ -1,0 +1,427 @@
+"""What every provider adapter speaks: submit outcomes, report shapes, the adapter contract.
+
+An adapter is pure wire format. It turns an :class:`OutgoingMessage` into an
+``httpx.Request``, reads the provider's answer into an :class:`Outcome`, checks that a
+callback really comes from the provider (:meth:`ProviderAdapter.verify`) and reads the
+callback into :class:`ParsedReport` values. It never touches the database and never
+sends anything itself: the sender owns the connection, so the sender decides what a
+transport failure means, with :func:`classify_transport_error`:
+
+* ``httpx.ConnectError`` (and ``ConnectTimeout``, ``PoolTimeout``, proxy failures, a
+  bad URL): the request never left the process -> ``RETRY``.
+* ``httpx.TimeoutException`` once the request was being written or had been written
+  (``WriteTimeout``, ``ReadTimeout``), ``RemoteProtocolError``, ``ReadError``,
+  ``WriteError``: the provider may have taken the message -> ``UNCERTAIN``. Not resent
+  automatically unless the provider dedupes on our ref (``dedupes_on_ref``); a delivery
+  report resolves it.
+
+Mapped report states: final ``DELIVERED``, ``FAILED``, ``EXPIRED``, ``REJECTED``;
+intermediate ``ACCEPTED``, ``ENROUTE``. A provider status word an adapter does not know
+is kept verbatim and mapped to the intermediate ``ENROUTE``: it is recorded in the
+message history but can never close a message or move it backwards.
+
+Errors from a callback are two kinds and only two: :class:`AuthError` (the caller answers
+``401`` and applies nothing) and :class:`ReportParseError` (authenticated but not
+understood: the caller keeps the raw request and still answers ``2xx``).
+:meth:`ProviderAdapter.parse_reports` guarantees that nothing else escapes it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl
+
+import httpx
+
+from appliance.clock import Clock
+from appliance.config import ConfigError, ProviderSettings
+
+FINAL_STATES = frozenset({"DELIVERED", "FAILED", "EXPIRED", "REJECTED"})
+INTERMEDIATE_STATES = frozenset({"ACCEPTED", "ENROUTE"})
+UNKNOWN_WORD_STATE = "ENROUTE"
+
+# Upper bound on what we keep of a provider's error text in an Outcome.
+_ERROR_MAX = 200
+# Upper bound on parameters in one form or query string: reports are small.
+_MAX_FIELDS = 1000
+
+
+class SubmitResult(StrEnum):
+    """What a submission attempt came to, from the money point of view."""
+
+    ACCEPTED = "ACCEPTED"  # the provider took it (and normally gave an id)
+    RETRY = "RETRY"  # the provider did not take it; safe to send again later
+    REJECTED = "REJECTED"  # permanent refusal: final, never resent
+    UNCERTAIN = "UNCERTAIN"  # may or may not have been taken: not resent blindly
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict on one submission."""
+
+    result: SubmitResult
+    provider_msg_id: str | None = None
+    retry_after_s: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """One message as the sender hands it to an adapter."""
+
+    ref: str
+    msisdn: str
+    body: str
+    callback_url: str
+
+
+@dataclass(frozen=True)
+class CallbackRequest:
+    """A callback exactly as it reached the HTTP layer."""
+
+    method: str
+    url: str
+    query: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass(frozen=True)
+class ParsedReport:
+    """One delivery report, in the provider's words and in ours."""
+
+    ref: str | None
+    provider_msg_id: str | None
+    status: str
+    state: str
+    final: bool
+    reported_at_ms: int
+    error_code: str | None = None
+
+
+class AuthError(Exception):
+    """The callback is not proven to come from the provider: answer 401, apply nothing."""
+
+
+class ReportParseError(Exception):
+    """The callback is authentic but cannot be read: keep it raw, still answer 2xx."""
+
+
+def report(
+    *,
+    ref: str | None,
+    provider_msg_id: str | None,
+    status: str,
+    state: str,
+    reported_at_ms: int,
+    error_code: str | None = None,
+) -> ParsedReport:
+    """Build a :class:`ParsedReport`, deriving ``final`` from the mapped state."""
+    if state not in FINAL_STATES and state not in INTERMEDIATE_STATES:
+        raise ValueError(f"not a report state: {state!r}")
+    return ParsedReport(
+        ref=ref or None,
+        provider_msg_id=provider_msg_id or None,
+        status=status,
+        state=state,
+        final=state in FINAL_STATES,
+        reported_at_ms=reported_at_ms,
+        error_code=error_code or None,
+    )
+
+
+def classify_transport_error(exc: Exception) -> Outcome:
+    """Map an exception raised while sending a submission to an :class:`Outcome`.
+
+    Only the sender knows whether bytes went out; httpx tells it through the exception
+    type. Anything never sent is ``RETRY``; anything possibly received is ``UNCERTAIN``.
+    """
+    name = type(exc).__name__
+    never_sent = (
+        httpx.ConnectError,
+        httpx.ConnectTimeout,
+        httpx.PoolTimeout,
+        httpx.ProxyError,
+        httpx.UnsupportedProtocol,
+        httpx.InvalidURL,
+        httpx.LocalProtocolError,
+    )
+    if isinstance(exc, never_sent):
+        return Outcome(SubmitResult.RETRY, error=f"not sent: {name}")
+    # WriteTimeout, ReadTimeout, ReadError, WriteError, RemoteProtocolError and anything
+    # unforeseen: the provider may hold the message.
+    return Outcome(SubmitResult.UNCERTAIN, error=f"outcome unknown: {name}")
+
+
+def parse_retry_after(value: str | None, now_ms: int) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP-date."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+        return None
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now_ms / 1000)
+
+
+def short(text: str, limit: int = _ERROR_MAX) -> str:
+    """One line, at most ``limit`` characters: what goes into a message row."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def secrets_equal(given: str, expected: str) -> bool:
+    """Constant-time comparison of two secrets or signatures."""
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def decode_utf8(body: bytes) -> str:
+    """The body as text; ``ValueError`` when it is not UTF-8."""
+    return body.decode("utf-8")
+
+
+def load_json(body: bytes, *, literal_numbers: bool = False) -> Any:
+    """Strict JSON from UTF-8 bytes: no NaN/Infinity, ``ValueError`` on anything odd.
+
+    With ``literal_numbers`` numbers stay the exact text the sender wrote (``"0.0333"``
+    stays ``"0.0333"``), which is what a signature over the values was computed on.
+    """
+
+    def reject_constant(name: str) -> Any:
+        raise ValueError(f"JSON constant {name} is not allowed")
+
+    if literal_numbers:
+        return json.loads(
+            decode_utf8(body), parse_constant=reject_constant, parse_float=str, parse_int=str
+        )
+    return json.loads(decode_utf8(body), parse_constant=reject_constant)
+
+
+def parse_form(text: str) -> list[tuple[str, str]]:
+    """``application/x-www-form-urlencoded`` (or a query string) as ordered pairs.
+
+    Percent-escapes must decode to UTF-8; ``ValueError`` otherwise.
+    """
+    if not text:
+        return []
+    return parse_qsl(
+        text,
+        keep_blank_values=True,
+        encoding="utf-8",
+        errors="strict",
+        max_num_fields=_MAX_FIELDS,
+    )
+
+
+def unique_params(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """Pairs as a dict; a repeated name is ambiguous, so it is a ``ValueError``."""
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"parameter {key!r} appears more than once")
+        out[key] = value
+    return out
+
+
+def epoch_ms(dt: datetime) -> int:
+    """A datetime as UTC epoch milliseconds (naive means UTC)."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def parse_iso_ms(text: str) -> int:
+    """ISO 8601 (``Z``, ``+00:00`` or ``+0000`` offsets; naive is UTC) as epoch ms.
+
+    ``ValueError`` when it cannot be read or lies outside years 2000-2999.
+    """
+    dt = datetime.fromisoformat(text.strip())
+    if not 2000 <= dt.year <= 2999:
+        raise ValueError(f"implausible year in {text!r}")
+    return epoch_ms(dt)
+
+
+def content_type(headers: Mapping[str, str]) -> str:
+    """The media type of a request, lower-cased, without parameters."""
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+OptionDefaults = Mapping[str, bool | float | str]
+"""Per-kind option names and their defaults (the type of a default is the type)."""
+
+
+class ProviderAdapter(ABC):
+    """One provider's wire format. Subclasses set ``kind`` and implement the verbs.
+
+    ``OPTIONS`` lists the extra per-provider settings a kind understands (read from the
+    provider's TOML table) with their defaults; any other key, or a value of the wrong
+    type, is a :class:`ConfigError` when the adapter is built.
+    """
+
+    kind: ClassVar[str] = ""
+    OPTIONS: ClassVar[OptionDefaults] = {}
+    reports_by_provider_id_only: ClassVar[bool] = False
+
+    def __init__(
+        self, settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None
+    ) -> None:
+        self.settings = settings
+        self.name = settings.name
+        self._now_ms = now_ms or Clock.from_env().now_ms
+        self._options = self._read_options(settings)
+        self._check_settings()
+
+    # -- configuration -----------------------------------------------------------------
+
+    def _where(self, key: str) -> str:
+        return f"[providers.{self.name}] {key}"
+
+    def _read_options(self, settings: ProviderSettings) -> dict[str, bool | float | str]:
+        values: dict[str, bool | float | str] = dict(self.OPTIONS)
+        for key, raw in settings.options.items():
+            if key not in self.OPTIONS:
+                known = ", ".join(sorted(self.OPTIONS)) or "none"
+                raise ConfigError(
+                    f"{self._where(key)}: unknown setting for kind {self.kind!r} (options: {known})"
+                )
+            want = self.OPTIONS[key]
+            if isinstance(want, bool):
+                ok = isinstance(raw, bool)
+                value: bool | float | str = raw
+            elif isinstance(want, float):
+                ok = isinstance(raw, int | float) and not isinstance(raw, bool) and raw >= 0
+                value = float(raw) if ok else raw
+            else:
+                ok = isinstance(raw, str)
+                value = raw
+            if not ok:
+                raise ConfigError(
+                    f"{self._where(key)}: expected {type(want).__name__}, got {raw!r}"
+                )
+            values[key] = value
+        return values
+
+    def _check_settings(self) -> None:
+        """Raise :class:`ConfigError` for a missing required setting. Extended per kind."""
+        self._require("base_url")
+
+    def _require(self, *keys: str) -> None:
+        for key in keys:
+            if not getattr(self.settings, key):
+                raise ConfigError(f"{self._where(key)}: required for kind {self.kind!r}")
+
+    def option_bool(self, key: str) -> bool:
+        return bool(self._options[key])
+
+    def option_float(self, key: str) -> float:
+        value = self._options[key]
+        assert isinstance(value, float)
+        return value
+
+    def option_str(self, key: str) -> str:
+        return str(self._options[key])
+
+    @property
+    def dedupes_on_ref(self) -> bool:
+        """True only when the provider itself drops a second submission of our ref."""
+        return self.settings.dedupes_on_ref
+
+    def now_ms(self) -> int:
+        return self._now_ms()
+
+    def endpoint(self, path: str) -> str:
+        return self.settings.base_url.rstrip("/") + path
+
+    # -- submission --------------------------------------------------------------------
+
+    @abstractmethod
+    def build_request(self, msg: OutgoingMessage) -> httpx.Request:
+        """The provider's submit request for one message, against ``settings.base_url``."""
+
+    @abstractmethod
+    def interpret_response(self, response: httpx.Response) -> Outcome:
+        """Read the provider's answer to a submission."""
+
+    def http_outcome(self, response: httpx.Response, error_text: str) -> Outcome | None:
+        """The verdict for a non-2xx answer, or ``None`` for a 2xx the adapter must read.
+
+        429 (and 408, 425) -> RETRY honouring ``Retry-After``; 5xx -> RETRY except 504,
+        where a gateway gave up waiting for a provider that may have taken the message
+        (UNCERTAIN); other 4xx -> REJECTED; 1xx/3xx -> UNCERTAIN.
+        """
+        code = response.status_code
+        if 200 <= code < 300:
+            return None
+        label = f"{self.kind} http {code}"
+        detail = f"{label}: {error_text}" if error_text else label
+        if code in (408, 425, 429):
+            wait = parse_retry_after(response.headers.get("retry-after"), self.now_ms())
+            return Outcome(SubmitResult.RETRY, retry_after_s=wait, error=short(detail))
+        if code == 504:
+            return Outcome(SubmitResult.UNCERTAIN, error=short(detail))
+        if code >= 500:
+            wait = parse_retry_after(response.headers.get("retry-after"), self.now_ms())
+            return Outcome(SubmitResult.RETRY, retry_after_s=wait, error=short(detail))
+        if 400 <= code < 500:
+            return Outcome(SubmitResult.REJECTED, error=short(detail))
+        return Outcome(SubmitResult.UNCERTAIN, error=short(detail))
+
+    # -- callbacks ---------------------------------------------------------------------
+
+    def verify(self, req: CallbackRequest) -> None:
+        """Raise :class:`AuthError`, and nothing else, unless the callback is proven
+        to be the provider's."""
+        try:
+            self._verify(req)
+        except AuthError:
+            raise
+        except Exception as exc:
+            raise AuthError(short(f"cannot verify: {type(exc).__name__}")) from None
+
+    @abstractmethod
+    def _verify(self, req: CallbackRequest) -> None:
+        """Adapter-specific check; raises :class:`AuthError` (anything else becomes one)."""
+
+    def parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
+        """The reports a verified callback carries (``[]`` for one that carries none).
+
+        Raises :class:`ReportParseError`, and nothing else, when it cannot be read.
+        """
+        try:
+            return self._parse_reports(req)
+        except (ReportParseError, AuthError):
+            raise
+        except RecursionError:
+            raise ReportParseError("nested too deeply") from None
+        except Exception as exc:
+            raise ReportParseError(short(f"{type(exc).__name__}: {exc}")) from None
+
+    @abstractmethod
+    def _parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
+        """Adapter-specific reading; may raise anything, the caller wraps it."""
+
+    def callback_response(self) -> tuple[int, bytes, str]:
+        """What to answer once the callback is stored: ``(status, body, content type)``."""
+        return (200, b"", "text/plain")

@@ -1,0 +1,50 @@
+"""The built-in provider simulator (``kind = "simulator"``): Vonage's wire format.
+
+``appliance demo`` and ``appliance simulator`` run a local fake of the Vonage SMS API,
+so this kind is the Vonage adapter with local defaults filled in wherever the provider
+table leaves a setting empty: the simulator's address, demo credentials, and a shared
+signature secret, so delivery receipts are signed (and checked) out of the box exactly
+as a real signed Vonage account would sign them.
+
+The webhook timestamp skew check is off by default (``max_skew_s = 0``): the simulator
+may run against a test clock moved by hours, and a local demo has nothing to replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import ClassVar
+
+from appliance.config import ProviderSettings
+
+from .base import OptionDefaults
+from .vonage import VonageAdapter
+
+SIMULATOR_BASE_URL = "http://127.0.0.1:9090"
+SIMULATOR_API_KEY = "simulator"
+SIMULATOR_API_SECRET = "simulator-api-secret"
+SIMULATOR_SIGNATURE_SECRET = "simulator-signature-secret"
+
+
+def with_simulator_defaults(settings: ProviderSettings) -> ProviderSettings:
+    """``settings`` with the simulator's defaults in place of empty values."""
+    return replace(
+        settings,
+        base_url=settings.base_url or SIMULATOR_BASE_URL,
+        api_key=settings.api_key or SIMULATOR_API_KEY,
+        api_secret=settings.api_secret or SIMULATOR_API_SECRET,
+        signature_secret=settings.signature_secret or SIMULATOR_SIGNATURE_SECRET,
+    )
+
+
+class SimulatorAdapter(VonageAdapter):
+    """The Vonage adapter, pointed at the local simulator, signing on by default."""
+
+    kind = "simulator"
+    OPTIONS: ClassVar[OptionDefaults] = {"sign_requests": False, "max_skew_s": 0.0}
+
+    def __init__(
+        self, settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None
+    ) -> None:
+        super().__init__(with_simulator_defaults(settings), now_ms=now_ms)

@@ -1,0 +1,325 @@
+"""Vonage (formerly Nexmo) SMS API: submit, delivery receipts, signed webhooks.
+
+Submit: ``POST {base_url}/sms/json``, form-encoded, our ref as ``client-ref`` and the
+per-message ``callback``. The answer is ``200`` with ``messages[]``, one entry per SMS
+part, each with a ``status`` (``"0"`` is success) and a ``message-id``.
+
+Delivery receipts arrive as a GET query, a form POST or a JSON POST (an account
+setting), with ``client-ref`` echoed back. They are authenticated by Vonage's signed
+webhooks (``sig``, ``timestamp``, ``nonce``) when ``signature_secret`` is configured;
+without it, only by the ``api-key`` field matching ``api_key`` (unsigned mode: weaker,
+anyone who learns the key can forge a report).
+
+The signature, as Vonage publishes it: take every parameter except ``sig``, sorted by
+name; in each value replace ``&`` and ``=`` with ``_``; join as ``&name=value`` (a
+leading ``&`` on each); then ``md5hash`` is the MD5 of that string followed by the
+secret, and ``md5``/``sha1``/``sha256``/``sha512`` are the HMAC of that string keyed by
+the secret. Hex digests are compared case-insensitively, in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import ClassVar
+
+import httpx
+
+from .base import (
+    UNKNOWN_WORD_STATE,
+    AuthError,
+    CallbackRequest,
+    OptionDefaults,
+    Outcome,
+    OutgoingMessage,
+    ParsedReport,
+    ProviderAdapter,
+    ReportParseError,
+    SubmitResult,
+    content_type,
+    decode_utf8,
+    load_json,
+    parse_form,
+    report,
+    secrets_equal,
+    short,
+    unique_params,
+)
+
+SIGNATURE_METHODS = ("md5hash", "md5", "sha1", "sha256", "sha512")
+
+# GSM 03.38 default alphabet (the escape character itself excluded) and the characters
+# reachable through its extension table. Anything else needs type=unicode (UCS-2).
+GSM7_BASIC = frozenset(
+    "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?"
+    "¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà"
+)
+GSM7_EXTENSION = frozenset("\f^{}\\[~]|€")
+
+
+def is_gsm7(text: str) -> bool:
+    """True when every character of ``text`` can be sent in the GSM 7-bit alphabet."""
+    return all(ch in GSM7_BASIC or ch in GSM7_EXTENSION for ch in text)
+
+
+def vonage_signature(params: Mapping[str, str], secret: str, method: str) -> str:
+    """Vonage's signature over ``params`` (``sig`` ignored), as lower-case hex."""
+    signed = "".join(
+        f"&{key}={value.replace('&', '_').replace('=', '_')}"
+        for key, value in sorted(params.items())
+        if key != "sig"
+    )
+    if method == "md5hash":
+        return hashlib.md5((signed + secret).encode("utf-8")).hexdigest()
+    if method not in SIGNATURE_METHODS:
+        raise ValueError(f"unknown signature method {method!r}")
+    return hmac.new(secret.encode("utf-8"), signed.encode("utf-8"), method).hexdigest()
+
+
+# Submit statuses, from Vonage's SMS API error table.
+SUBMIT_STATUS_TEXT = {
+    "0": "Success",
+    "1": "Throttled",
+    "2": "Missing Parameters",
+    "3": "Invalid Parameters",
+    "4": "Invalid Credentials",
+    "5": "Internal Error",
+    "6": "Invalid Message",
+    "7": "Number Barred",
+    "8": "Partner Account Barred",
+    "9": "Partner Quota Violation",
+    "10": "Too Many Existing Binds",
+    "11": "Account Not Enabled For HTTP",
+    "12": "Message Too Long",
+    "14": "Invalid Signature",
+    "15": "Invalid Sender Address",
+    "22": "Invalid Network Code",
+    "23": "Invalid Callback Url",
+    "29": "Non-Whitelisted Destination",
+    "32": "Signature And API Secret Disallowed",
+    "33": "Number De-activated",
+}
+# Not taken, try again later (seconds to wait, None = the sender's own backoff):
+# 1 throttled (per-second account limit), 5 internal error, 10 too many binds ("back off
+# and retry"), 9 out of credit ("top up and retry": the operator's move, then it flows).
+TRANSIENT_SUBMIT_STATUS: dict[str, float | None] = {"1": 1.0, "5": None, "9": 60.0, "10": 5.0}
+
+# Delivery receipt status words -> our state.
+DLR_STATES = {
+    "delivered": "DELIVERED",
+    "expired": "EXPIRED",
+    "failed": "FAILED",
+    "rejected": "REJECTED",
+    "accepted": "ACCEPTED",
+    "buffered": "ENROUTE",
+    # "unknown": the carrier sent a state nobody recognises; a later receipt or our own
+    # cut-off settles the message. "deleted": moved to another gateway, still in play.
+    "unknown": "ENROUTE",
+    "deleted": "ENROUTE",
+}
+
+_SCTS = re.compile(r"[0-9]{10}(?:[0-9]{2})?")
+
+
+def dlr_time_ms(params: Mapping[str, str]) -> int:
+    """Report time: ``message-timestamp`` (UTC, seconds), else ``scts`` (minutes), else 0.
+
+    ``message-timestamp`` is when Vonage started pushing this receipt, so a re-push of
+    the same receipt keeps it; ``scts`` is the carrier's time, minute resolution.
+    """
+    stamp = params.get("message-timestamp", "").strip()
+    if stamp:
+        try:
+            dt = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+            return int(dt.timestamp() * 1000)
+        except ValueError:
+            pass
+    scts = params.get("scts", "").strip()
+    if _SCTS.fullmatch(scts):
+        fmt = "%y%m%d%H%M%S" if len(scts) == 12 else "%y%m%d%H%M"
+        try:
+            dt = datetime.strptime(scts, fmt).replace(tzinfo=UTC)
+            return int(dt.timestamp() * 1000)
+        except ValueError:
+            pass
+    return 0
+
+
+class VonageAdapter(ProviderAdapter):
+    """Vonage SMS API (``kind = "vonage"``).
+
+    Options: ``sign_requests`` (bool, default false): sign submissions with
+    ``signature_secret`` instead of sending ``api_secret``; ``max_skew_s`` (float, default
+    300): reject a signed webhook whose ``timestamp`` is further than this from our clock
+    (0 disables the check).
+    """
+
+    kind = "vonage"
+    OPTIONS: ClassVar[OptionDefaults] = {"sign_requests": False, "max_skew_s": 300.0}
+
+    def _check_settings(self) -> None:
+        self._require("base_url", "api_key")
+        if self.option_bool("sign_requests"):
+            self._require("signature_secret")
+        else:
+            self._require("api_secret")
+
+    # -- submission --------------------------------------------------------------------
+
+    def submit_params(self, msg: OutgoingMessage) -> dict[str, str]:
+        """The form fields of a submission, signed or with ``api_secret``."""
+        s = self.settings
+        params = {
+            "api_key": s.api_key,
+            "from": s.sender,
+            "to": msg.msisdn.removeprefix("+"),
+            "text": msg.body,
+            "client-ref": msg.ref,
+            "callback": msg.callback_url,
+            "status-report-req": "1",
+        }
+        if not is_gsm7(msg.body):
+            params["type"] = "unicode"
+        if self.option_bool("sign_requests"):
+            params["timestamp"] = str(self.now_ms() // 1000)
+            params["sig"] = vonage_signature(params, s.signature_secret, s.signature_method)
+        else:
+            params["api_secret"] = s.api_secret
+        return params
+
+    def build_request(self, msg: OutgoingMessage) -> httpx.Request:
+        return httpx.Request(
+            "POST",
+            self.endpoint("/sms/json"),
+            data=self.submit_params(msg),
+            headers={"Accept": "application/json"},
+        )
+
+    def interpret_response(self, response: httpx.Response) -> Outcome:
+        failed = self.http_outcome(response, short(response.text, 120))
+        if failed is not None:
+            return failed
+        try:
+            data = load_json(response.content)
+            parts = data["messages"]
+            if not isinstance(parts, list) or not parts:
+                raise ValueError("no messages")
+            statuses = [_status_text(part["status"]) for part in parts]
+        except (ValueError, KeyError, TypeError):
+            return Outcome(
+                SubmitResult.UNCERTAIN,
+                error=short(f"vonage: unreadable {response.status_code} answer"),
+            )
+        errors = [
+            _describe(i, len(parts), code, parts[i].get("error-text"))
+            for i, code in enumerate(statuses)
+            if code != "0"
+        ]
+        accepted = [i for i, code in enumerate(statuses) if code == "0"]
+        if accepted:
+            msg_id = parts[accepted[0]].get("message-id")
+            return Outcome(
+                SubmitResult.ACCEPTED,
+                provider_msg_id=msg_id if isinstance(msg_id, str) and msg_id else None,
+                error=short("partly accepted: " + "; ".join(errors)) if errors else None,
+            )
+        if all(code in TRANSIENT_SUBMIT_STATUS for code in statuses):
+            waits = [TRANSIENT_SUBMIT_STATUS[code] for code in statuses]
+            known = [w for w in waits if w is not None]
+            return Outcome(
+                SubmitResult.RETRY,
+                retry_after_s=max(known) if known else None,
+                error=short("; ".join(errors)),
+            )
+        return Outcome(SubmitResult.REJECTED, error=short("; ".join(errors)))
+
+    # -- callbacks ---------------------------------------------------------------------
+
+    def webhook_params(self, req: CallbackRequest) -> dict[str, str]:
+        """The receipt's fields from a GET query, a form POST or a JSON POST."""
+        if req.method.upper() == "GET" or not req.body:
+            return unique_params(parse_form(req.query))
+        ctype = content_type(req.headers)
+        is_json = ctype == "application/json" or ctype.endswith("+json")
+        if not ctype and req.body.lstrip()[:1] == b"{":
+            is_json = True
+        if not is_json:
+            return unique_params(parse_form(decode_utf8(req.body)))
+        data = load_json(req.body, literal_numbers=True)
+        if not isinstance(data, dict):
+            raise ValueError("JSON body is not an object")
+        out: dict[str, str] = {}
+        for key, value in data.items():
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise ValueError(f"field {key!r} is not a string or number")
+            out[key] = value
+        return out
+
+    def _verify(self, req: CallbackRequest) -> None:
+        try:
+            params = self.webhook_params(req)
+        except ValueError:
+            raise AuthError("vonage: cannot read the parameters to verify") from None
+        s = self.settings
+        if not s.signature_secret:
+            # Unsigned mode: the api-key field is the only proof there is.
+            given = params.get("api-key")
+            if not s.api_key or given is None or not secrets_equal(given, s.api_key):
+                raise AuthError("vonage: api-key does not match (unsigned mode)")
+            return
+        sig = params.get("sig", "")
+        if not sig:
+            raise AuthError("vonage: sig missing")
+        expected = vonage_signature(params, s.signature_secret, s.signature_method)
+        if not secrets_equal(sig.lower(), expected):
+            raise AuthError("vonage: sig does not match")
+        max_skew = self.option_float("max_skew_s")
+        if max_skew > 0:
+            stamp = params.get("timestamp", "")
+            if not stamp.isascii() or not stamp.isdigit():
+                raise AuthError("vonage: signed webhook without a timestamp")
+            if abs(self.now_ms() / 1000 - int(stamp)) > max_skew:
+                raise AuthError("vonage: timestamp outside the allowed skew")
+
+    def _parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
+        try:
+            params = self.webhook_params(req)
+        except ValueError as exc:
+            raise ReportParseError(short(f"vonage: {exc}")) from None
+        ref = params.get("client-ref") or None
+        msg_id = params.get("messageId") or None
+        status = params.get("status", "").strip()
+        if not status:
+            if "text" in params or (ref is None and msg_id is None):
+                return []  # an inbound message or an empty ping: nothing to report
+            raise ReportParseError("vonage: receipt without status")
+        if ref is None and msg_id is None:
+            raise ReportParseError("vonage: receipt with neither client-ref nor messageId")
+        return [
+            report(
+                ref=ref,
+                provider_msg_id=msg_id,
+                status=status,
+                state=DLR_STATES.get(status.lower(), UNKNOWN_WORD_STATE),
+                reported_at_ms=dlr_time_ms(params),
+                error_code=params.get("err-code"),
+            )
+        ]
+
+
+def _status_text(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError("status is not a string or number")
+    return str(value).strip()
+
+
+def _describe(index: int, count: int, code: str, text: object) -> str:
+    meaning = SUBMIT_STATUS_TEXT.get(code, "unknown status")
+    part = f" part {index + 1}/{count}" if count > 1 else ""
+    extra = f": {text}" if isinstance(text, str) and text and text != meaning else ""
+    return f"vonage{part} status {code} ({meaning}){extra}"
