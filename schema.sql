@@ -115,6 +115,7 @@ CREATE TABLE campaigns (
     state            TEXT    NOT NULL,  -- DRAFT RUNNING DONE CANCELLED
     total            INTEGER NOT NULL,
     queued_through   INTEGER NOT NULL DEFAULT 0,  -- contacts.id up to which messages exist
+    last_contact_id  INTEGER NOT NULL DEFAULT 0,  -- the list as it was: contacts.id <= this are the campaign's
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL,
     UNIQUE (account_id, idempotency_key)
