@@ -1,0 +1,70 @@
+"""kill -9 in the middle of an import, again and again: the final table is exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.harness import Server, create_account, wait_for
+from tests.imports.corpus import make_corpus
+from tests.imports.test_import_api import db_rows
+
+
+def progress(data_dir: Path, job_id: int) -> int:
+    return int(db_rows(data_dir, "SELECT processed FROM import_jobs WHERE id = ?", (job_id,))[0][0])
+
+
+@pytest.mark.slow
+def test_kill_9_during_import_resumes_to_the_exact_table(data_dir: Path) -> None:
+    corpus = make_corpus(60_000, seed=21)
+    srv = Server(data_dir, env={"APPLIANCE_IMPORT_CHUNK_LINES": "1000"}).start()
+    key = create_account(data_dir)
+    seen: list[int] = []
+    try:
+        with srv.client(key) as api:
+            resp = api.post("/api/contacts/import", json={"list": "crash", "text": corpus.text()})
+            assert resp.status_code == 202
+            job_id = int(resp.json()["jobId"])
+        # Kill right after the accept, then at growing positions while chunks commit.
+        thresholds = [0, 8_000, 20_000, 31_000, 45_000, 52_000]
+        for threshold in thresholds:
+            if threshold:
+                with srv.client(key) as api:
+                    def passed(t: int = threshold) -> int | None:
+                        p = int(api.get(f"/api/jobs/{job_id}").json()["processed"])
+                        seen.append(p)
+                        return p if p >= t else None
+                    wait_for(passed, 60, interval=0.005, message=f"processed >= {threshold}")
+            srv.kill9()
+            on_disk = progress(data_dir, job_id)
+            assert on_disk >= (seen[-1] if seen else 0), "a reported position was not durable"
+            seen.append(on_disk)
+            srv.restart()
+        with srv.client(key) as api:
+            def done() -> dict[str, int] | None:
+                job = api.get(f"/api/jobs/{job_id}").json()
+                seen.append(int(job["processed"]))
+                return job if job["state"] == "DONE" else None
+            job = wait_for(done, 120, interval=0.05, message="job to finish")
+    finally:
+        srv.stop()
+    assert seen == sorted(seen), "processed went backwards"
+    assert job["processed"] == job["total"] == corpus.total
+    assert job["inserted"] == corpus.inserted
+    assert job["duplicates_in_paste"] == corpus.duplicates_in_paste
+    assert job["rejected"] == len(corpus.rejected_lines)
+    count, distinct = db_rows(data_dir, "SELECT count(*), count(DISTINCT msisdn) FROM contacts")[0]
+    assert count == distinct == len(corpus.distinct) == corpus.inserted
+    rejects = db_rows(data_dir, "SELECT line_number FROM import_rejects WHERE job_id = ?"
+                      " ORDER BY line_number", (job_id,))
+    assert [r[0] for r in rejects] == corpus.rejected_lines
+
+
+def test_second_server_on_the_same_data_dir_refuses(server: Server) -> None:
+    second = Server(server.data_dir)
+    with pytest.raises(AssertionError, match="in use by a running appliance"):
+        second.start()
+    with httpx.Client() as c:
+        assert c.get(server.url + "/healthz").status_code == 200

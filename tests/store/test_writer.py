@@ -1,0 +1,114 @@
+"""The writer thread on a real SQLite file: group commit, unit isolation, durability."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import apsw
+import pytest
+
+from appliance.store import Store
+from appliance.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate, open_connection
+from appliance.store.writer import WriterClosed
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store.open(str(tmp_path / "a.db"), read_connections=2)
+    yield s  # type: ignore[misc]
+    s.close()
+
+
+def insert_state(key: str):  # type: ignore[no-untyped-def]
+    def unit(conn: apsw.Connection) -> int:
+        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES (?, 'v', 0)",
+                     (key,))
+        return conn.last_insert_rowid()
+    return unit
+
+
+def count_state(conn: apsw.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM appliance_state").fetchone()[0])
+
+
+def test_units_arriving_together_share_one_commit(store: Store) -> None:
+    gate = threading.Event()
+    store.writer.submit(lambda conn: gate.wait(5))  # hold the writer while others queue
+    futures = [store.writer.submit(insert_state(f"k{i}")) for i in range(200)]
+    commits_before = store.writer.stats.commits
+    gate.set()
+    for f in futures:
+        f.result(5)
+    assert store.writer.stats.commits - commits_before <= 2
+    assert store.readers.call(count_state) == 200
+
+
+def test_a_failing_unit_is_rolled_back_alone(store: Store) -> None:
+    gate = threading.Event()
+    store.writer.submit(lambda conn: gate.wait(5))
+    good1 = store.writer.submit(insert_state("a"))
+
+    def bad(conn: apsw.Connection) -> None:
+        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES ('b', 'v', 0)")
+        raise ValueError("refused")
+
+    failing = store.writer.submit(bad)
+    duplicate = store.writer.submit(insert_state("a"))  # violates the primary key
+    good2 = store.writer.submit(insert_state("c"))
+    gate.set()
+    good1.result(5)
+    good2.result(5)
+    with pytest.raises(ValueError, match="refused"):
+        failing.result(5)
+    with pytest.raises(apsw.ConstraintError):
+        duplicate.result(5)
+    keys = store.readers.call(
+        lambda c: [r[0] for r in c.execute("SELECT key FROM appliance_state ORDER BY key")])
+    assert keys == ["a", "c"]
+
+
+def test_result_is_visible_to_readers_when_the_future_resolves(store: Store) -> None:
+    seen: list[int] = []
+    for i in range(20):
+        store.writer.submit(insert_state(f"v{i}")).result(5)
+        seen.append(store.readers.call(count_state))  # a fresh read sees the commit
+    assert seen == list(range(1, 21))
+
+
+def test_readers_cannot_write(store: Store) -> None:
+    with pytest.raises(apsw.ReadOnlyError):
+        store.readers.call(insert_state("x"))
+
+
+def test_stopped_writer_refuses_and_flushes_queued_units(tmp_path: Path) -> None:
+    s = Store.open(str(tmp_path / "b.db"))
+    futures = [s.writer.submit(insert_state(f"k{i}")) for i in range(50)]
+    s.close()
+    assert all(f.done() and f.exception() is None for f in futures)
+    with pytest.raises(WriterClosed):
+        s.writer.submit(insert_state("late"))
+    conn = open_connection(str(tmp_path / "b.db"))
+    assert count_state(conn) == 50
+    conn.close()
+
+
+def test_migrate_creates_schema_and_refuses_a_newer_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.db")
+    assert migrate(path) == SCHEMA_VERSION
+    assert migrate(path) == SCHEMA_VERSION  # idempotent
+    conn = open_connection(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(SchemaTooNew, match="newer appliance"):
+        migrate(path)
+
+
+def test_synchronous_setting_reaches_the_connection(tmp_path: Path) -> None:
+    full = open_connection(str(tmp_path / "d.db"), synchronous="FULL")
+    normal = open_connection(str(tmp_path / "d.db"), synchronous="NORMAL")
+    assert full.execute("PRAGMA synchronous").fetchone()[0] == 2
+    assert normal.execute("PRAGMA synchronous").fetchone()[0] == 1
+    full.close()
+    normal.close()
