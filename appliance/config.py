@@ -61,6 +61,7 @@ class AlertSettings:
     inbox_oldest_max_s: float = 3600.0
     overdue_max: int = 0
     webhook_url: str = ""
+    check_interval_s: float = 30.0
 
 
 @dataclass(frozen=True)
