@@ -221,6 +221,11 @@ def spreadsheet_safe(cell: str) -> str:
 
 async def rejects_csv(request: Request) -> Response:
     appliance, job = await _owned_job(request)
+    return await rejects_response(appliance, job)
+
+
+async def rejects_response(appliance: Appliance, job: ImportJob) -> Response:
+    """The job's rejected lines as a CSV download (``line_number,line,reason``)."""
     rows = await appliance.store.readers.run(lambda c: list(iter_rejects(c, job.id)))
 
     async def body() -> AsyncIterator[bytes]:
