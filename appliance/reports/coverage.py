@@ -1,0 +1,134 @@
+"""How well reports are recorded (DLR-9, DLR-10) and what is overdue (DLR-11).
+
+* *Coverage*: the share of messages, created in the window ``[now - window, now -
+  settle]``, that have a final state the provider told us (``DELIVERED``, ``FAILED``,
+  ``EXPIRED``, ``REJECTED``). Our own cut-off ``UNKNOWN`` is not coverage: it is the
+  absence of a report. *Delivery rate* is the share ``DELIVERED`` of the same messages.
+  The first says whether our pipeline records outcomes, the second whether the route
+  works.
+* *Open by hour of creation*: ``still_open`` (no final state from the provider) beside
+  ``total`` per hour. A race follows volume; a silent provider is flat.
+* *Inbox health*: reports waiting for a message, and the age of the oldest (our
+  receive time). Dozens aged seconds is an absorbed race; thousands aged hours means
+  the submitted ref and the reported ref are not the same key.
+* *Overdue*: messages past the delivery window with no final report, either still open
+  or cut off to ``UNKNOWN`` within the last ``window``.
+
+All of these are read units; ``account_id`` narrows them to one account.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import apsw
+
+from appliance.reports.states import CUT_OFF, OPEN_AFTER_SUBMIT, REPORTED_FINAL
+
+HOUR_MS = 3_600_000
+_FINAL = ",".join(f"'{s}'" for s in REPORTED_FINAL)
+_OPEN = ",".join(f"'{s}'" for s in sorted(OPEN_AFTER_SUBMIT))
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return round(100.0 * part / whole, 2) if whole else None
+
+
+def _account(account_id: int | None) -> tuple[str, tuple[int, ...]]:
+    return ("", ()) if account_id is None else (" AND account_id = ?", (account_id,))
+
+
+@dataclass(frozen=True)
+class Coverage:
+    window_start: int
+    window_end: int
+    total: int
+    finalised: int
+    delivered: int
+
+    @property
+    def coverage_pct(self) -> float | None:
+        return _pct(self.finalised, self.total)
+
+    @property
+    def delivered_pct(self) -> float | None:
+        return _pct(self.delivered, self.total)
+
+
+def coverage(conn: apsw.Connection, now_ms: int, window_hours: float, settle_hours: float,
+             account_id: int | None = None) -> Coverage:
+    start = now_ms - int(window_hours * HOUR_MS)
+    end = now_ms - int(settle_hours * HOUR_MS)
+    where, args = _account(account_id)
+    row = conn.execute(
+        f"SELECT count(*), coalesce(sum(CASE WHEN state IN ({_FINAL}) THEN 1 ELSE 0 END), 0),"
+        " coalesce(sum(CASE WHEN state = 'DELIVERED' THEN 1 ELSE 0 END), 0)"
+        f" FROM messages WHERE created_at >= ? AND created_at < ?{where}",
+        (start, end, *args)).fetchone()
+    assert row is not None
+    return Coverage(start, end, int(row[0]), int(row[1]), int(row[2]))
+
+
+@dataclass(frozen=True)
+class HourRow:
+    hour: int  # epoch ms of the hour's start
+    still_open: int
+    total: int
+
+
+def open_by_hour(conn: apsw.Connection, now_ms: int, window_hours: float,
+                 settle_hours: float, account_id: int | None = None) -> list[HourRow]:
+    """Per hour of creation in the coverage window, newest first."""
+    start = now_ms - int(window_hours * HOUR_MS)
+    end = now_ms - int(settle_hours * HOUR_MS)
+    where, args = _account(account_id)
+    return [HourRow(int(r[0]) * HOUR_MS, int(r[1]), int(r[2])) for r in conn.execute(
+        f"SELECT created_at / {HOUR_MS} AS hour,"
+        f" sum(CASE WHEN state IN ({_FINAL}) THEN 0 ELSE 1 END), count(*)"
+        f" FROM messages WHERE created_at >= ? AND created_at < ?{where}"
+        " GROUP BY hour ORDER BY hour DESC", (start, end, *args))]
+
+
+@dataclass(frozen=True)
+class InboxHealth:
+    waiting: int
+    oldest_age_s: float | None
+    quarantined: int  # authenticated callbacks kept raw because they could not be read
+
+
+def inbox_health(conn: apsw.Connection, now_ms: int) -> InboxHealth:
+    row = conn.execute(
+        "SELECT count(*), min(received_at) FROM report_inbox WHERE applied_at IS NULL"
+    ).fetchone()
+    assert row is not None
+    oldest = None if row[1] is None else round(max(now_ms - int(row[1]), 0) / 1000, 3)
+    bad = conn.execute("SELECT count(*) FROM raw_reports WHERE parsed = 0").fetchone()
+    assert bad is not None
+    return InboxHealth(int(row[0]), oldest, int(bad[0]))
+
+
+def overdue(conn: apsw.Connection, now_ms: int, delivery_window_hours: float,
+            lookback_hours: float, account_id: int | None = None) -> int:
+    """Messages past the delivery window without a final report: still open, or cut
+    off to ``UNKNOWN`` when they were submitted within ``lookback`` of the window."""
+    window_end = now_ms - int(delivery_window_hours * HOUR_MS)
+    lookback_start = window_end - int(lookback_hours * HOUR_MS)
+    where, args = _account(account_id)
+    row = conn.execute(
+        f"SELECT (SELECT count(*) FROM messages WHERE state IN ({_OPEN}) AND (submitted_at < ?"
+        f"         OR (submitted_at IS NULL AND created_at < ?)){where}),"
+        f"       (SELECT count(*) FROM messages WHERE state = '{CUT_OFF}' AND (submitted_at >= ?"
+        f"         OR (submitted_at IS NULL AND created_at >= ?)){where})",
+        (window_end, window_end, *args, lookback_start, lookback_start, *args)).fetchone()
+    assert row is not None
+    return int(row[0]) + int(row[1])
+
+
+def as_json(value: Any) -> dict[str, Any]:
+    """A dataclass from this module as JSON-ready data (percentages included)."""
+    out = asdict(value)
+    if isinstance(value, Coverage):
+        out["coverage_pct"] = value.coverage_pct
+        out["delivered_pct"] = value.delivered_pct
+    return out

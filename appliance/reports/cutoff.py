@@ -1,0 +1,65 @@
+"""The cut-off (DLR-7): no final report within the delivery window means ``UNKNOWN``.
+
+A message submitted (or possibly submitted) more than ``[sending]
+delivery_window_hours`` ago that still has no final state moves to ``UNKNOWN``, so the
+set of open messages cannot grow forever. ``UNKNOWN`` is final for the queue but not
+for the truth: a final report that arrives later still applies (see
+:mod:`appliance.reports.states`). Messages never submitted (``QUEUED``, ``RETRY``)
+are the sender's business and are left alone.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from appliance.reports.states import CUT_OFF, OPEN_AFTER_SUBMIT
+from appliance.service import Appliance
+
+LOOP = "cutoff"
+HOUR_MS = 3_600_000
+_OPEN = tuple(sorted(OPEN_AFTER_SUBMIT))
+_MARKS = ",".join("?" * len(_OPEN))
+CUT_OFF_ERROR = "no final report within the delivery window"
+
+
+def overdue_ids(conn: apsw.Connection, submitted_before: int, limit: int) -> list[int]:
+    """Open messages submitted before ``submitted_before`` (a read unit)."""
+    ids = [int(r[0]) for r in conn.execute(
+        f"SELECT id FROM messages WHERE state IN ({_MARKS}) AND submitted_at < ? LIMIT ?",
+        (*_OPEN, submitted_before, limit))]
+    if len(ids) < limit:
+        ids += [int(r[0]) for r in conn.execute(
+            f"SELECT id FROM messages WHERE state IN ({_MARKS}) AND submitted_at IS NULL"
+            " AND created_at < ? LIMIT ?", (*_OPEN, submitted_before, limit - len(ids)))]
+    return ids
+
+
+def cut_off(conn: apsw.Connection, ids: list[int], now_ms: int) -> int:
+    """Move these messages to ``UNKNOWN`` unless a report closed them meanwhile;
+    returns how many moved (a write unit)."""
+    moved = 0
+    for message_id in ids:
+        conn.execute(
+            f"UPDATE messages SET state = ?, finalised_at = ?, updated_at = ?,"
+            f" error = coalesce(error, ?) WHERE id = ? AND state IN ({_MARKS})",
+            (CUT_OFF, now_ms, now_ms, CUT_OFF_ERROR, message_id, *_OPEN))
+        moved += conn.changes()
+    return moved
+
+
+class CutOff:
+    def __init__(self, appliance: Appliance, batch: int = 500, interval_s: float = 5.0) -> None:
+        self.appliance = appliance
+        self.batch = batch
+        self.interval_s = interval_s
+        self.total = 0
+
+    async def step(self) -> float | None:
+        store = self.appliance.store
+        now = self.appliance.now_ms()
+        window_ms = int(self.appliance.settings.sending.delivery_window_hours * HOUR_MS)
+        ids = await store.readers.run(lambda c: overdue_ids(c, now - window_ms, self.batch))
+        if not ids:
+            return self.interval_s
+        self.total += await store.writer.run(lambda c: cut_off(c, ids, now))
+        return 0 if len(ids) >= self.batch else self.interval_s

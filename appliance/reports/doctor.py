@@ -1,0 +1,60 @@
+"""``appliance doctor``: the report diagnostics, readable in a terminal.
+
+Reads the database through a read-only connection, so it works beside a running
+server. Prints coverage beside delivery rate, inbox health, overdue messages, open
+messages by hour of creation and the three alerts; the exit status is 1 when an
+alert holds (so cron and monitoring can use it), 2 when there is no database.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from appliance.clock import Clock
+from appliance.config import Settings
+from appliance.reports.summary import summary
+from appliance.store.schema import open_connection
+
+
+def render(data: dict[str, Any]) -> str:
+    w = data["window"]
+    inbox = data["inbox"]
+    lines = [
+        f"window     {w['from']} .. {w['to']}  ({w['total']} messages)",
+        f"coverage   {_pct(data['coverage_pct'])}  ({w['finalised']} with a final report)",
+        f"delivered  {_pct(data['delivered_pct'])}  ({w['delivered']} delivered)",
+        f"inbox      {inbox['waiting']} waiting, oldest "
+        + ("-" if inbox["oldest_age_s"] is None else f"{inbox['oldest_age_s']:.0f} s")
+        + f", {inbox['quarantined']} callbacks kept raw (unreadable)",
+        f"overdue    {data['overdue']} past the delivery window without a final report",
+        "",
+        "hour of creation (UTC)    still_open     total",
+    ]
+    for row in data["open_by_hour"][:24]:
+        lines.append(f"{row['hour'][:16]:<24} {row['still_open']:>11} {row['total']:>9}")
+    if not data["open_by_hour"]:
+        lines.append("(no messages in the window)")
+    lines.append("")
+    for alert in data["alerts"]:
+        mark = "ALERT" if alert["firing"] else "ok   "
+        lines.append(f"{mark} {alert['name']:<13} {alert['message']}")
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}%"
+
+
+def run_doctor(settings: Settings, as_json: bool = False) -> tuple[int, str]:
+    """(exit status, text to print)."""
+    path = settings.db_path
+    if not path.exists():
+        return 2, f"no database at {path}: nothing to diagnose"
+    conn = open_connection(str(path), readonly=True)
+    try:
+        data = summary(conn, settings, Clock.from_env().now_ms())
+    finally:
+        conn.close()
+    text = json.dumps(data, indent=2) if as_json else render(data)
+    return (1 if any(a["firing"] for a in data["alerts"]) else 0), text

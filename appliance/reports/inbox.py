@@ -1,0 +1,144 @@
+"""The report inbox: callbacks stored raw, reports keyed by what the provider sent.
+
+DLR-2: every authenticated callback is written to ``raw_reports`` exactly as it came,
+before anything reads it; one that cannot be parsed stays there (``parsed = 0``) for
+later. DLR-3: each report it carries goes into ``report_inbox`` under the provider's
+own key ``(ref, provider_msg_id, status, reported_at, provider)``; a repeat of the
+same fact only bumps ``repeats``. A row waits (``applied_at IS NULL``) until it is
+matched to a message, retried on the :data:`BACKOFF_S` schedule (DLR-4).
+
+Everything here is a part of a write unit: functions of the writer's connection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+# DLR-4: seconds before the next match attempt, by attempts already made.
+BACKOFF_S = (1, 5, 15, 60, 300, 1800, 7200, 21600)
+
+
+def next_delay_ms(attempts: int) -> int:
+    """Milliseconds to wait after ``attempts`` failed match attempts (0 = first)."""
+    return BACKOFF_S[min(max(attempts, 0), len(BACKOFF_S) - 1)] * 1000
+
+
+@dataclass(frozen=True)
+class RawCallback:
+    """A callback as received: what ``raw_reports`` keeps."""
+
+    provider: str
+    method: str
+    content_type: str
+    query: str
+    body: bytes
+
+
+@dataclass(frozen=True)
+class InboxReport:
+    """One report as the inbox files it."""
+
+    provider: str
+    ref: str  # our ref as echoed by the provider; '' when it sent only its own id
+    provider_msg_id: str  # '' when it sent none
+    status: str  # the provider's own word
+    reported_at: int  # provider clock, epoch ms; 0 when it sent none
+    state: str  # our mapped state
+    error_code: str | None = None
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """An inbox row not yet matched to a message."""
+
+    id: int
+    provider: str
+    ref: str
+    provider_msg_id: str
+    status: str
+    state: str
+    reported_at: int
+    error_code: str | None
+    attempts: int
+
+
+WAITING_COLUMNS = (
+    "id, provider, ref, provider_msg_id, status, state, reported_at, error_code, attempts"
+)
+
+
+def waiting_from_row(row: tuple[object, ...]) -> Waiting:
+    return Waiting(
+        id=int(row[0]),  # type: ignore[call-overload]
+        provider=str(row[1]),
+        ref=str(row[2]),
+        provider_msg_id=str(row[3]),
+        status=str(row[4]),
+        state=str(row[5]),
+        reported_at=int(row[6]),  # type: ignore[call-overload]
+        error_code=None if row[7] is None else str(row[7]),
+        attempts=int(row[8]),  # type: ignore[call-overload]
+    )
+
+
+def store_raw(conn: apsw.Connection, raw: RawCallback, now_ms: int, parsed: bool,
+              error: str | None) -> int:
+    """Keep the callback as received; returns its id."""
+    row = conn.execute(
+        "INSERT INTO raw_reports (provider, method, content_type, query, body, received_at,"
+        " parsed, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (raw.provider, raw.method, raw.content_type, raw.query, raw.body, now_ms,
+         1 if parsed else 0, error),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def mark_raw_unparsed(conn: apsw.Connection, raw_id: int, error: str) -> None:
+    conn.execute("UPDATE raw_reports SET parsed = 0, error = ? WHERE id = ?", (error, raw_id))
+
+
+def file_report(conn: apsw.Connection, report: InboxReport, raw_id: int | None,
+                now_ms: int) -> Waiting | None:
+    """File ``report``; the new waiting row, or ``None`` when it is a repeat."""
+    row = conn.execute(
+        "INSERT INTO report_inbox (provider, ref, provider_msg_id, status, reported_at, state,"
+        " error_code, raw_id, received_at, next_try_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (ref, provider_msg_id, status, reported_at, provider)"
+        " DO UPDATE SET repeats = report_inbox.repeats + 1"
+        " RETURNING " + WAITING_COLUMNS + ", repeats",
+        (report.provider, report.ref, report.provider_msg_id, report.status,
+         max(report.reported_at, 0), report.state, report.error_code, raw_id, now_ms,
+         now_ms),
+    ).fetchone()
+    assert row is not None
+    if int(row[9]) > 0:
+        return None
+    return waiting_from_row(row)
+
+
+def defer(conn: apsw.Connection, row: Waiting, now_ms: int) -> int:
+    """Record a failed match attempt; returns when the next one is due."""
+    due = now_ms + next_delay_ms(row.attempts)
+    conn.execute(
+        "UPDATE report_inbox SET attempts = attempts + 1, next_try_at = ? WHERE id = ?",
+        (due, row.id),
+    )
+    return due
+
+
+def due_rows(conn: apsw.Connection, now_ms: int, limit: int) -> list[Waiting]:
+    """Waiting rows whose next attempt is due, oldest due first."""
+    return [waiting_from_row(r) for r in conn.execute(
+        "SELECT " + WAITING_COLUMNS + " FROM report_inbox"
+        " WHERE applied_at IS NULL AND next_try_at <= ? ORDER BY next_try_at LIMIT ?",
+        (now_ms, limit))]
+
+
+def next_due_at(conn: apsw.Connection) -> int | None:
+    """When the earliest waiting row is next due (a read unit)."""
+    row = conn.execute(
+        "SELECT min(next_try_at) FROM report_inbox WHERE applied_at IS NULL").fetchone()
+    return None if row is None or row[0] is None else int(row[0])

@@ -1,0 +1,44 @@
+"""One summary of report health: what ``/api/stats`` answers and ``appliance doctor``
+prints (DLR-9, 10, 11)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import apsw
+
+from appliance.clock import iso
+from appliance.config import Settings
+from appliance.reports.alerts import evaluate
+from appliance.reports.coverage import as_json, coverage, inbox_health, open_by_hour, overdue
+
+
+def summary(conn: apsw.Connection, settings: Settings, now_ms: int,
+            account_id: int | None = None) -> dict[str, Any]:
+    """Coverage, delivery rate, open-by-hour and overdue (of one account, or all), the
+    inbox and the alerts (the appliance's) as JSON-ready data (a read unit)."""
+    a = settings.alerts
+    cov = coverage(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours, account_id)
+    hours = open_by_hour(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours,
+                         account_id)
+    return {
+        "coverage_pct": cov.coverage_pct,
+        "delivered_pct": cov.delivered_pct,
+        "window": {
+            "from": iso(cov.window_start),
+            "to": iso(cov.window_end),
+            "total": cov.total,
+            "finalised": cov.finalised,
+            "delivered": cov.delivered,
+        },
+        "inbox": as_json(inbox_health(conn, now_ms)),
+        "overdue": overdue(conn, now_ms, settings.sending.delivery_window_hours,
+                           a.coverage_window_hours, account_id),
+        "open_by_hour": [
+            {"hour": iso(h.hour), "still_open": h.still_open, "total": h.total}
+            for h in hours
+        ],
+        "alerts": [asdict(x) for x in evaluate(conn, settings, now_ms)],
+        "at": iso(now_ms),
+    }
