@@ -80,6 +80,7 @@ class Appliance:
 def installers() -> list[Installer]:
     """The parts that run loops, in start order."""
     from appliance.imports.worker import install as install_imports
+    from appliance.reports.loops import install as install_reports
     from appliance.retention import install as install_retention
 
-    return [install_imports, install_retention]
+    return [install_imports, install_reports, install_retention]
