@@ -28,10 +28,12 @@ async def healthz(request: Request) -> Response:
 
 
 def all_routes() -> list[BaseRoute]:
-    from appliance.web import api_imports
+    from appliance.web import api_imports, api_stats, callbacks
 
     routes: list[BaseRoute] = [Route("/healthz", healthz)]
     routes += api_imports.routes()
+    routes += callbacks.routes()
+    routes += api_stats.routes()
     return routes
 
 
