@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import apsw
 
 from appliance.config import Settings
+from appliance.reports.pruning import prune_inbox, prune_raw_reports
 from appliance.service import Appliance
 
 DAY_MS = 86_400_000
@@ -55,6 +56,8 @@ def _prune_jobs(conn: apsw.Connection, cutoff: int, batch: int) -> int:
 RULES: list[Rule] = [
     Rule("import_payloads", _prune_payloads, lambda s: s.imports.payload_retention_days),
     Rule("import_jobs", _prune_jobs, lambda s: s.imports.job_retention_days),
+    Rule("report_inbox", prune_inbox, lambda s: s.reports.inbox_retention_days),
+    Rule("raw_reports", prune_raw_reports, lambda s: s.reports.raw_retention_days),
 ]
 
 
