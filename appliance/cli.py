@@ -103,6 +103,21 @@ def import_command(data_dir: str | None, config_file: str | None, file: str, lis
     sys.exit(code)
 
 
+@main.command()
+@data_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def doctor(data_dir: str | None, config_file: str | None, as_json: bool) -> None:
+    """Report diagnostics: coverage, inbox health, overdue, open-by-hour.
+
+    Exits 1 when an alert holds, 2 when there is no database.
+    """
+    from appliance.reports.doctor import run_doctor
+
+    code, text = run_doctor(settings_from(data_dir, config_file), as_json)
+    click.echo(text, err=code == 2)
+    sys.exit(code)
+
+
 class offline_appliance:
     """An opened appliance for a CLI command; works beside a running server.
 
