@@ -23,11 +23,17 @@ def data_dir_option(fn: Any) -> Any:
                         help="Data directory (default ./data, env APPLIANCE_DATA_DIR).")(fn)
 
 
+class ConfigProblem(click.ClickException):
+    """A configuration error: one line on stderr, exit status 2."""
+
+    exit_code = 2
+
+
 def settings_from(data_dir: str | None, config_file: str | None, **flags: Any) -> Settings:
     try:
         return load_settings(config_file, overrides={"data_dir": data_dir, **flags})
     except ConfigError as exc:
-        raise click.ClickException(f"config: {exc}") from None
+        raise ConfigProblem(f"config: {exc}") from None
 
 
 def fail(message: str) -> None:
@@ -56,8 +62,44 @@ def serve(data_dir: str | None, config_file: str | None, host: str | None,
 def run_guarded(fn: Any) -> None:
     try:
         fn()
-    except (DataDirLocked, SchemaTooNew, ConfigError) as exc:
+    except ConfigError as exc:
+        raise ConfigProblem(f"config: {exc}") from None
+    except (DataDirLocked, SchemaTooNew) as exc:
         fail(str(exc))
+
+
+@main.command()
+@data_dir_option
+@click.argument("dest", type=click.Path(dir_okay=False))
+def backup(data_dir: str | None, config_file: str | None, dest: str) -> None:
+    """Write a verified copy of the database to DEST; works while serve runs."""
+    from appliance.ops.cli_ops import run_backup
+
+    run_backup(settings_from(data_dir, config_file), Path(dest))
+
+
+@main.command()
+@data_dir_option
+@click.argument("src", type=click.Path(dir_okay=False))
+def restore(data_dir: str | None, config_file: str | None, src: str) -> None:
+    """Restore the backup SRC into the data dir (the server must be stopped)."""
+    from appliance.ops.cli_ops import run_restore
+
+    run_restore(settings_from(data_dir, config_file), Path(src))
+
+
+@main.group("config")
+def config_group() -> None:
+    """The configuration (file, environment, flags)."""
+
+
+@config_group.command("check")
+@data_dir_option
+def config_check(data_dir: str | None, config_file: str | None) -> None:
+    """Validate the config; print the effective settings with secrets masked."""
+    from appliance.ops.cli_ops import print_config
+
+    print_config(settings_from(data_dir, config_file))
 
 
 @main.group()
