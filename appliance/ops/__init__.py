@@ -1,0 +1,1 @@
+"""Operating the appliance: backups and restores, health, metrics, alerts (APP-3)."""

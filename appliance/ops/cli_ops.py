@@ -1,0 +1,48 @@
+"""What ``appliance backup``, ``appliance restore`` and ``appliance config check`` do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from appliance.clock import Clock
+from appliance.config import Settings, masked
+from appliance.ops.backup import BackupFailed, take_backup
+from appliance.ops.backup_status import record_failure, record_success
+from appliance.ops.restore import RestoreRefused, restore
+
+
+def run_backup(settings: Settings, dest: Path) -> None:
+    now = Clock.from_env().now_ms()
+    try:
+        result = take_backup(settings.db_path, dest, now)
+    except BackupFailed as exc:
+        if settings.db_path.is_file():
+            record_failure(settings.data_dir, now, str(exc))
+        raise click.ClickException(f"backup failed: {exc}") from None
+    record_success(settings.data_dir, now, result.path, int(result.manifest["bytes"]),
+                   result.seconds)
+    rows = sum(int(v) for v in result.manifest["row_counts"].values())
+    click.echo(f"backup of {settings.db_path} verified: {result.manifest['bytes']} bytes,"
+               f" {rows} rows, sha256 {result.manifest['sha256'][:16]}…,"
+               f" {result.seconds:.2f} s; manifest {result.manifest_path}", err=True)
+    click.echo(str(result.path))
+
+
+def run_restore(settings: Settings, src: Path) -> None:
+    try:
+        result = restore(src, settings.data_dir)
+    except RestoreRefused as exc:
+        raise click.ClickException(f"restore refused: {exc}") from None
+    rows = sum(result.row_counts.values())
+    aside = (f"; the previous database is kept as {result.kept_aside} until the next good"
+             " start" if result.kept_aside else "")
+    click.echo(f"restored {src} into {result.db_path} ({rows} rows, schema version"
+               f" {result.schema_version}){aside}")
+
+
+def print_config(settings: Settings) -> None:
+    """The effective settings (defaults < file < environment < flags), secrets masked."""
+    click.echo(json.dumps(masked(settings), indent=2, sort_keys=False))
