@@ -74,6 +74,8 @@ class Writer:
         self.max_batch = max_batch
         self.stats = WriterStats()
         self._on_commit = on_commit
+        # Called after every commit with (seconds, units), e.g. by the metrics.
+        self.commit_listeners: list[Callable[[float, int], None]] = []
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._accepting = False
@@ -190,6 +192,8 @@ class Writer:
         self.stats.record(elapsed, len(batch))
         if self._on_commit is not None:
             self._on_commit(elapsed, len(batch))
+        for listener in self.commit_listeners:
+            listener(elapsed, len(batch))
         with self._lock:
             self._pending -= len(batch)
         for item, ok, value in results:
