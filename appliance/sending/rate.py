@@ -1,0 +1,38 @@
+"""A token bucket per provider: submissions never go out faster than ``rate_per_s``.
+
+Reservation style: each caller takes a token at once (the balance may go negative)
+and sleeps until its token would have been there. Callers are served in arrival
+order and the long-run rate is exact; the burst allowance (``burst`` tokens, at
+least one) is what may go out back to back after a quiet spell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+
+class TokenBucket:
+    def __init__(self, rate_per_s: float, burst: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if rate_per_s <= 0:
+            raise ValueError("rate_per_s must be positive")
+        self.rate = float(rate_per_s)
+        self.burst = max(1.0, burst if burst is not None else self.rate / 10)
+        self._clock = clock
+        self._tokens = self.burst
+        self._at = clock()
+
+    def reserve(self) -> float:
+        """Take one token; return how many seconds to wait before using it."""
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+    async def acquire(self) -> None:
+        wait = self.reserve()
+        if wait > 0:
+            await asyncio.sleep(wait)

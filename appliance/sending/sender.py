@@ -1,0 +1,264 @@
+"""The sender loop (DLR-8): claim due messages, submit them, record what came of it.
+
+One scheduler loop, ``sender``. Each step, for each configured provider with room
+in its pipeline (at most :data:`PIPELINE_DEPTH` batches in flight), claims a batch of
+due messages in one write unit (-> ``SENDING``, committed before any byte leaves),
+then submits the batch in a task while the loop goes on to claim the next one. A
+batch's submissions share one keep-alive ``httpx.AsyncClient``, the provider's token
+bucket (``rate_per_s``) and its concurrency cap (``concurrency``). When every
+submission of the batch has an outcome, one write unit records them all with
+guarded updates and applies the reports that arrived early (DLR-6).
+
+A batch is at most about one second of the provider's rate (never more than
+``[sending] batch_size``): messages claimed but not yet sent when the process dies
+become ``UNCERTAIN`` at the next start, so the claim is kept small.
+
+At start, before the first claim, messages a crash left in ``SENDING`` become
+``UNCERTAIN`` (``RETRY`` where the provider drops repeats of our ref): nobody can
+know whether the provider got them, and the money rule is never to send twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import apsw
+import httpx
+
+from appliance.providers.base import (
+    Outcome,
+    OutgoingMessage,
+    ProviderAdapter,
+    SubmitResult,
+    classify_transport_error,
+    short,
+)
+from appliance.providers.registry import build_adapter
+from appliance.sending.messages import (
+    Claimed,
+    Recorded,
+    claim_due,
+    next_due_ms,
+    record_outcomes,
+    recover_interrupted,
+)
+from appliance.sending.rate import TokenBucket
+from appliance.service import Appliance
+
+log = logging.getLogger("appliance.sender")
+LOOP = "sender"
+PIPELINE_DEPTH = 2
+IDLE_S = 1.0
+RECORD_TRIES = 5
+
+
+@dataclass
+class SendCounters:
+    """What the sender did since start, for metrics."""
+
+    claimed: int = 0
+    attempts: int = 0
+    submitted: int = 0
+    retry: int = 0
+    rejected: int = 0
+    uncertain: int = 0
+    early_reports_applied: int = 0
+    recovered: int = 0
+    batches: int = 0
+    record_failures: int = 0
+    _recent: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def add(self, rec: Recorded) -> None:
+        self.submitted += rec.submitted
+        self.retry += rec.retry
+        self.rejected += rec.rejected
+        self.uncertain += rec.uncertain
+        self.early_reports_applied += rec.applied_reports
+        self.batches += 1
+        now = time.monotonic()
+        self._recent.append((now, rec.submitted))
+        while self._recent and now - self._recent[0][0] > 10.0:
+            self._recent.popleft()
+
+    @property
+    def submitted_per_s(self) -> float:
+        """Submissions recorded per second over the last ten seconds."""
+        if not self._recent:
+            return 0.0
+        span = max(1.0, time.monotonic() - self._recent[0][0])
+        return sum(n for _, n in self._recent) / span
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "claimed": self.claimed, "attempts": self.attempts, "submitted": self.submitted,
+            "retry": self.retry, "rejected": self.rejected, "uncertain": self.uncertain,
+            "early_reports_applied": self.early_reports_applied, "recovered": self.recovered,
+            "batches": self.batches, "record_failures": self.record_failures,
+            "submitted_per_s": round(self.submitted_per_s, 1),
+        }
+
+
+class ProviderLane:
+    """One provider's pacing: its adapter, token bucket, concurrency cap, batches."""
+
+    def __init__(self, adapter: ProviderAdapter, batch_size: int) -> None:
+        s = adapter.settings
+        self.adapter = adapter
+        self.name = adapter.name
+        self.bucket = TokenBucket(s.rate_per_s) if s.rate_per_s > 0 else None
+        self.cap = asyncio.Semaphore(max(1, s.concurrency))
+        rate_batch = math.ceil(s.rate_per_s) if s.rate_per_s > 0 else batch_size
+        self.batch_size = max(1, min(batch_size, max(s.concurrency, rate_batch)))
+        self.in_flight: set[asyncio.Task[None]] = set()
+        self.recovered = False
+
+
+class Sender:
+    def __init__(self, appliance: Appliance,
+                 adapters: dict[str, ProviderAdapter] | None = None) -> None:
+        self.appliance = appliance
+        settings = appliance.settings
+        if adapters is None:
+            adapters = {name: build_adapter(p, now_ms=appliance.now_ms)
+                        for name, p in settings.providers.items()}
+        self.adapters = adapters
+        self.lanes = {name: ProviderLane(a, settings.sending.batch_size)
+                      for name, a in adapters.items()}
+        self.counters = SendCounters()
+        self._client: httpx.AsyncClient | None = None
+
+    # -- the HTTP client ---------------------------------------------------------------
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            connections = sum(max(1, a.settings.concurrency) for a in self.adapters.values())
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.appliance.settings.sending.submit_timeout_s),
+                limits=httpx.Limits(max_connections=max(1, connections),
+                                    max_keepalive_connections=max(1, connections)),
+                follow_redirects=False,
+            )
+        return self._client
+
+    async def close(self) -> None:
+        """Finish the batches in flight (outcomes recorded), then close the client."""
+        tasks = [t for lane in self.lanes.values() for t in lane.in_flight]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.appliance.settings.shutdown_timeout_s)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- the loop ----------------------------------------------------------------------
+    async def step(self) -> float | None:
+        """Claim and launch batches wherever there is room; return when to look again."""
+        store = self.appliance.store
+        busy = False
+        for lane in self.lanes.values():
+            if not lane.recovered:
+                await self._recover(lane)
+            while len(lane.in_flight) < PIPELINE_DEPTH:
+                batch = await store.writer.run(self._claim_unit(lane))
+                if not batch:
+                    break
+                self.counters.claimed += len(batch)
+                task = asyncio.create_task(self._run_batch(lane, batch),
+                                           name=f"send:{lane.name}")
+                lane.in_flight.add(task)
+                task.add_done_callback(lane.in_flight.discard)
+                if len(batch) < lane.batch_size:
+                    break
+            if len(lane.in_flight) >= PIPELINE_DEPTH:
+                busy = True
+        if busy:
+            return IDLE_S  # a finishing batch wakes the loop
+        due = await store.readers.run(lambda c: next_due_ms(c, list(self.lanes)))
+        if due is None:
+            return IDLE_S
+        return min(IDLE_S, max(0.0, (due - self.appliance.now_ms()) / 1000))
+
+    def _claim_unit(self, lane: ProviderLane) -> Callable[[apsw.Connection], list[Claimed]]:
+        now = self.appliance.now_ms()
+        return lambda c: claim_due(c, lane.name, now, lane.batch_size)
+
+    async def _recover(self, lane: ProviderLane) -> None:
+        now = self.appliance.now_ms()
+        dedupes = lane.adapter.dedupes_on_ref
+        count = await self.appliance.store.writer.run(
+            lambda c: recover_interrupted(c, lane.name, now, dedupes))
+        lane.recovered = True
+        if count:
+            self.counters.recovered += count
+            log.warning("%s messages of provider %s were being sent when the process stopped;"
+                        " marked %s", count, lane.name, "RETRY" if dedupes else "UNCERTAIN")
+
+    async def _run_batch(self, lane: ProviderLane, batch: list[Claimed]) -> None:
+        try:
+            outcomes = await asyncio.gather(*(self._submit(lane, m) for m in batch))
+            await self._record(lane, list(zip(batch, outcomes, strict=True)))
+        finally:
+            self.appliance.scheduler.wake(LOOP)
+
+    async def _submit(self, lane: ProviderLane, msg: Claimed) -> Outcome:
+        adapter = lane.adapter
+        callback = f"{self.appliance.settings.callback_base}/callbacks/{lane.name}"
+        try:
+            request = adapter.build_request(
+                OutgoingMessage(ref=msg.ref, msisdn=msg.msisdn, body=msg.body,
+                                callback_url=callback))
+        except Exception as exc:  # nothing went out: safe to try again later
+            return Outcome(SubmitResult.RETRY, error=short(f"cannot build request: {exc}"))
+        async with lane.cap:
+            if lane.bucket is not None:
+                await lane.bucket.acquire()
+            self.counters.attempts += 1
+            try:
+                response = await self.client().send(request)
+            except Exception as exc:
+                return classify_transport_error(exc)
+        try:
+            return adapter.interpret_response(response)
+        except Exception as exc:  # the provider answered something: it may have it
+            return Outcome(SubmitResult.UNCERTAIN, error=short(f"unreadable answer: {exc}"))
+
+    async def _record(self, lane: ProviderLane, results: list[tuple[Claimed, Outcome]]) -> None:
+        sending = self.appliance.settings.sending
+        adapter = lane.adapter
+        for attempt in range(RECORD_TRIES):
+            now = self.appliance.now_ms()
+
+            def unit(c: apsw.Connection, now: int = now) -> Recorded:
+                return record_outcomes(
+                    c, lane.name, results, now, max_attempts=sending.max_attempts,
+                    dedupes_on_ref=adapter.dedupes_on_ref,
+                    map_provider_ids=adapter.reports_by_provider_id_only)
+
+            try:
+                rec = await self.appliance.store.writer.run(unit)
+            except Exception:
+                self.counters.record_failures += 1
+                log.exception("recording a batch of %s outcomes failed (try %s)",
+                              len(results), attempt + 1)
+                await asyncio.sleep(0.2 * 2 ** attempt)
+                continue
+            self.counters.add(rec)
+            return
+        log.error("%s messages stay SENDING until the next start (then UNCERTAIN)", len(results))
+
+
+def install(appliance: Appliance) -> None:
+    """Register the sender loop and the campaign expansion loop."""
+    from appliance.sending.expansion import CampaignExpander
+
+    sender = Sender(appliance)
+    appliance.extras["sender"] = sender
+    appliance.scheduler.add(LOOP, sender.step, interval_s=IDLE_S)
+    appliance.on_stop(sender.close)
+    expander = CampaignExpander(appliance)
+    appliance.extras["campaign_expander"] = expander
+    appliance.scheduler.add("campaigns", expander.step, interval_s=1.0)

@@ -1,0 +1,12 @@
+"""The built-in provider simulator: a local fake of the Vonage SMS API.
+
+``behaviour`` holds the knobs (delivery rate, report delays, early, duplicate,
+reordered, silent and unknown-ref reports, throttling); ``server`` is the Starlette
+app that takes submissions and pushes signed delivery receipts; ``run`` serves it
+(``appliance simulator``, and inside ``appliance demo``).
+"""
+
+from appliance.simulator.behaviour import Behaviour
+from appliance.simulator.server import Simulator
+
+__all__ = ["Behaviour", "Simulator"]

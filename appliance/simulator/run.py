@@ -1,0 +1,48 @@
+"""Serving the simulator: in the foreground (``appliance simulator``) or in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import uvicorn
+
+from appliance.simulator.behaviour import Behaviour
+from appliance.simulator.server import Simulator
+
+
+def _config(sim: Simulator, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(sim.app, host=host, port=port, log_config=None, access_log=False,
+                          lifespan="on", server_header=False, timeout_graceful_shutdown=2,
+                          backlog=4096)
+
+
+def serve(behaviour: Behaviour, host: str = "127.0.0.1", port: int = 9090) -> None:
+    """Serve the simulator until SIGINT/SIGTERM."""
+    uvicorn.Server(_config(Simulator(behaviour), host, port)).run()
+
+
+class SimulatorThread:
+    """The simulator on its own event loop in a daemon thread (used by ``demo``)."""
+
+    def __init__(self, behaviour: Behaviour, host: str = "127.0.0.1", port: int = 9090) -> None:
+        self.simulator = Simulator(behaviour)
+        self.server = uvicorn.Server(_config(self.simulator, host, port))
+        self.thread = threading.Thread(target=self._run, name="simulator", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.run(self.server.serve())
+
+    def start(self, timeout: float = 10.0) -> SimulatorThread:
+        self.thread.start()
+        waited = 0.0
+        while not self.server.started and waited < timeout and self.thread.is_alive():
+            threading.Event().wait(0.02)
+            waited += 0.02
+        if not self.server.started:
+            raise RuntimeError("the simulator did not start (is the port free?)")
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(5)

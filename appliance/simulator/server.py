@@ -1,0 +1,351 @@
+"""The simulated provider: Vonage's ``POST /sms/json`` and its signed delivery receipts.
+
+Submissions are form posts with ``api_key``, ``api_secret``, ``from``, ``to``, ``text``,
+``client-ref``, ``callback`` and ``status-report-req``; the answer is Vonage's
+``{"message-count": "1", "messages": [{..., "status": "0", "message-id": ...}]}``.
+Receipts go to the submission's ``callback`` URL, signed exactly as Vonage signs
+webhooks (the adapter's own :func:`vonage_signature`), pushed by background tasks
+that retry on anything but a ``2xx``, as a real provider does.
+
+Test hooks (not part of Vonage): ``GET /_sim/stats`` says what was received per
+client-ref and what was reported; ``POST /_sim/script`` queues exact answers for the
+next submissions (``{"http": 429, "retry_after": "2"}``, ``{"http": 503}``,
+``{"status": "3"}``, ``{"hang_s": 5}`` (accept, then answer late));
+``POST /_sim/reset`` clears both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import secrets
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from appliance.providers.vonage import vonage_signature
+from appliance.simulator.behaviour import Behaviour
+
+log = logging.getLogger("appliance.simulator")
+MAX_SCRIPT = 10_000
+INTERMEDIATE_WORDS = ("accepted", "buffered")
+
+
+@dataclass
+class RefStats:
+    received: int = 0  # submissions that reached us with this client-ref
+    accepted: int = 0  # of those, answered with status 0
+    message_id: str = ""
+    final: str | None = None  # the final status word we reported (None: silent)
+    reports: list[str] = field(default_factory=list)  # status words pushed, in push order
+    delivered: int = 0  # receipts acknowledged with a 2xx
+
+
+@dataclass
+class Receipt:
+    url: str
+    params: dict[str, str]
+    ref: str
+
+
+class Simulator:
+    """One simulated provider; ``app`` is its Starlette application."""
+
+    def __init__(self, behaviour: Behaviour | None = None) -> None:
+        self.behaviour = (behaviour or Behaviour()).check()
+        self.rng = random.Random(self.behaviour.seed)
+        self.refs: dict[str, RefStats] = {}
+        self.script: list[dict[str, Any]] = []
+        self.duplicates_submitted = 0
+        self.submissions = 0
+        self.throttled = 0
+        self.unknown_refs_reported = 0
+        self.delivery_status: Counter[str] = Counter()
+        self.reports_pushed = 0
+        self.reports_acknowledged = 0
+        self.reports_given_up = 0
+        self.pending = 0
+        self.last_report_ms = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._client: httpx.AsyncClient | None = None
+        self._push_cap: asyncio.Semaphore | None = None
+        self.app = Starlette(routes=[
+            Route("/sms/json", self.submit, methods=["POST"]),
+            Route("/_sim/stats", self.stats, methods=["GET"]),
+            Route("/_sim/script", self.set_script, methods=["POST"]),
+            Route("/_sim/reset", self.reset, methods=["POST"]),
+            Route("/healthz", self.healthz, methods=["GET"]),
+        ], lifespan=self._lifespan)
+
+    # -- plumbing ----------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.close()
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            n = self.behaviour.report_concurrency
+            self._client = httpx.AsyncClient(
+                timeout=10.0,
+                limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
+            )
+            self._push_cap = asyncio.Semaphore(n)
+        return self._client
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=2)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- submissions -------------------------------------------------------------------
+    async def submit(self, request: Request) -> Response:
+        b = self.behaviour
+        form = await request.form()
+        params = {k: v for k, v in form.items() if isinstance(v, str)}
+        self.submissions += 1
+        ref = params.get("client-ref", "")
+        to = params.get("to", "")
+        stats = self.refs.setdefault(ref, RefStats()) if ref else RefStats()
+        stats.received += 1
+        if params.get("api_key") != b.api_key or params.get("api_secret") != b.api_secret:
+            return _answer(to, ref, "4", error="Bad Credentials")
+        if not to or not params.get("text") or not params.get("from"):
+            return _answer(to, ref, "2", error="Missing to, from or text")
+        step = self.script.pop(0) if self.script else None
+        if step is not None:
+            scripted = await self._scripted(step, to, ref)
+            if scripted is not None:
+                return scripted
+        elif b.throttle_rate and self.rng.random() < b.throttle_rate:
+            self.throttled += 1
+            if self.rng.random() < 0.5:
+                return JSONResponse({"error": "Too Many Requests"}, status_code=429,
+                                    headers={"Retry-After": f"{b.retry_after_s:g}"})
+            return _answer(to, ref, "1", error="Throughput Rate Exceeded")
+        if stats.accepted:
+            self.duplicates_submitted += 1
+        stats.accepted += 1
+        message_id = secrets.token_hex(8).upper()
+        stats.message_id = message_id
+        callback = params.get("callback") or b.callback_url
+        if callback and params.get("status-report-req", "1") != "0":
+            await self._report(callback, to, ref, message_id, stats)
+        if step is not None and "hang_s" in step:
+            await asyncio.sleep(float(step["hang_s"]))
+        return _answer(to, ref, "0", message_id=message_id)
+
+    async def _scripted(self, step: dict[str, Any], to: str, ref: str) -> Response | None:
+        """A scripted answer, or None to accept (``hang_s`` accepts, then stalls)."""
+        if "http" in step:
+            headers = {}
+            if "retry_after" in step:
+                headers["Retry-After"] = str(step["retry_after"])
+            return JSONResponse({"error": f"scripted {step['http']}"},
+                                status_code=int(step["http"]), headers=headers)
+        if "status" in step:
+            return _answer(to, ref, str(step["status"]), error="scripted")
+        return None
+
+    # -- receipts ----------------------------------------------------------------------
+    def _final_word(self) -> str:
+        b = self.behaviour
+        if self.rng.random() < b.delivered_rate:
+            return "delivered"
+        return "expired" if self.rng.random() < b.expired_share else "failed"
+
+    async def _report(self, url: str, to: str, ref: str, message_id: str,
+                      stats: RefStats) -> None:
+        b = self.behaviour
+        rng = self.rng
+        if b.unknown_ref_rate and rng.random() < b.unknown_ref_rate:
+            self.unknown_refs_reported += 1
+            ghost = "GHOST" + secrets.token_hex(8).upper()
+            self._later(Receipt(url, self._receipt(to, ghost, secrets.token_hex(8).upper(),
+                                                   self._final_word(), time.time()), ghost),
+                        self._delay_s())
+        if b.silent_rate and rng.random() < b.silent_rate:
+            return
+        final = self._final_word()
+        stats.final = final
+        sent_at = time.time()
+        final_at = sent_at + 1 + (b.delay_max_ms / 1000)
+        now: list[Receipt] = []
+        later: list[Receipt] = []
+        if b.intermediate_rate and rng.random() < b.intermediate_rate:
+            now.append(Receipt(url, self._receipt(to, ref, message_id, "accepted", sent_at), ref))
+        final_receipt = Receipt(url, self._receipt(to, ref, message_id, final, final_at), ref)
+        now.append(final_receipt)
+        if b.reorder_rate and rng.random() < b.reorder_rate:
+            word = rng.choice(INTERMEDIATE_WORDS)
+            later.append(Receipt(url, self._receipt(to, ref, message_id, word, sent_at), ref))
+        if b.duplicate_rate and rng.random() < b.duplicate_rate:
+            later.append(final_receipt)  # the very same receipt, pushed again
+        for receipt in now + later:
+            stats.reports.append(receipt.params["status"])
+        if b.early_reports:
+            for receipt in now:
+                await self._push(receipt, inline=True)
+        else:
+            delay = self._delay_s()
+            for i, receipt in enumerate(now):
+                self._later(receipt, delay + i * 0.01)
+        base = self._delay_s()
+        for i, receipt in enumerate(later):
+            self._later(receipt, base + 0.05 * (i + 1))
+
+    def _delay_s(self) -> float:
+        b = self.behaviour
+        return self.rng.uniform(b.delay_min_ms, b.delay_max_ms) / 1000
+
+    def _receipt(self, to: str, ref: str, message_id: str, status: str,
+                 at_s: float) -> dict[str, str]:
+        b = self.behaviour
+        when = datetime.fromtimestamp(at_s, tz=UTC)
+        params = {
+            "msisdn": to,
+            "to": "APPLIANCE",
+            "network-code": "28601",
+            "messageId": message_id,
+            "price": "0.03330000",
+            "status": status,
+            "scts": when.strftime("%y%m%d%H%M"),
+            "err-code": "0" if status in ("delivered", "accepted", "buffered") else "1",
+            "api-key": b.api_key,
+            "client-ref": ref,
+            "message-timestamp": when.strftime("%Y-%m-%d %H:%M:%S"),
+            "timestamp": str(int(time.time())),
+            "nonce": secrets.token_hex(16),
+        }
+        if b.signature_secret:
+            params["sig"] = vonage_signature(params, b.signature_secret, b.signature_method)
+        return params
+
+    def _later(self, receipt: Receipt, delay_s: float) -> None:
+        self.pending += 1
+
+        async def run() -> None:
+            await asyncio.sleep(delay_s)
+            await self._push(receipt, inline=False, counted=True)
+
+        self._spawn(run())
+
+    async def _push(self, receipt: Receipt, inline: bool, counted: bool = False) -> None:
+        """Deliver one receipt, retrying on errors and non-2xx answers."""
+        if inline and not counted:
+            self.pending += 1
+        b = self.behaviour
+        client = self.client()
+        assert self._push_cap is not None
+        delay = 0.2
+        try:
+            for _ in range(max(1, b.report_retries)):
+                self.reports_pushed += 1
+                try:
+                    async with self._push_cap:
+                        resp = await self._send(client, receipt)
+                    code = str(resp.status_code)
+                except httpx.HTTPError as exc:
+                    code = type(exc).__name__
+                self.delivery_status[code] += 1
+                if code.startswith("2"):
+                    self.reports_acknowledged += 1
+                    self.last_report_ms = time.time_ns() // 1_000_000
+                    stats = self.refs.get(receipt.ref)
+                    if stats is not None:
+                        stats.delivered += 1
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            self.reports_given_up += 1
+        finally:
+            self.pending -= 1
+
+    async def _send(self, client: httpx.AsyncClient, receipt: Receipt) -> httpx.Response:
+        fmt = self.behaviour.report_format
+        if fmt == "json":
+            return await client.post(receipt.url, content=json.dumps(receipt.params),
+                                     headers={"Content-Type": "application/json"})
+        if fmt == "get":
+            return await client.get(receipt.url, params=receipt.params)
+        return await client.post(receipt.url, data=receipt.params)
+
+    # -- test hooks --------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "submissions": self.submissions,
+            "duplicates_submitted": self.duplicates_submitted,
+            "throttled": self.throttled,
+            "reports_pushed": self.reports_pushed,
+            "reports_acknowledged": self.reports_acknowledged,
+            "reports_given_up": self.reports_given_up,
+            "unknown_refs_reported": self.unknown_refs_reported,
+            "pending_reports": self.pending,
+            "last_report_ms": self.last_report_ms,
+            "delivery_status": dict(self.delivery_status),
+            "refs": {
+                ref: {"received": s.received, "accepted": s.accepted,
+                      "message_id": s.message_id, "final": s.final, "reports": s.reports,
+                      "delivered": s.delivered}
+                for ref, s in self.refs.items()
+            },
+        }
+
+    async def stats(self, request: Request) -> Response:
+        return JSONResponse(self.snapshot())
+
+    async def set_script(self, request: Request) -> Response:
+        try:
+            steps = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return JSONResponse({"error": "invalid_json"}, status_code=400)
+        if not isinstance(steps, list) or len(steps) > MAX_SCRIPT or not all(
+                isinstance(s, dict) for s in steps):
+            return JSONResponse({"error": "want a JSON list of objects"}, status_code=400)
+        self.script.extend(steps)
+        return JSONResponse({"queued": len(self.script)})
+
+    async def reset(self, request: Request) -> Response:
+        self.script.clear()
+        self.refs.clear()
+        self.duplicates_submitted = self.submissions = self.throttled = 0
+        return JSONResponse({"reset": True})
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "simulator": True})
+
+
+def _answer(to: str, ref: str, status: str, message_id: str = "",
+            error: str = "") -> Response:
+    part: dict[str, str] = {"to": to, "status": status}
+    if ref:
+        part["client-ref"] = ref
+    if status == "0":
+        part.update({"message-id": message_id, "remaining-balance": "100.00000000",
+                     "message-price": "0.03330000", "network": "28601"})
+    else:
+        part["error-text"] = error
+    return JSONResponse({"message-count": "1", "messages": [part]})
