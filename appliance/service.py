@@ -82,5 +82,6 @@ def installers() -> list[Installer]:
     from appliance.imports.worker import install as install_imports
     from appliance.reports.loops import install as install_reports
     from appliance.retention import install as install_retention
+    from appliance.sending.sender import install as install_sending
 
-    return [install_imports, install_reports, install_retention]
+    return [install_imports, install_reports, install_retention, install_sending]
