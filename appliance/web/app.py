@@ -28,12 +28,13 @@ async def healthz(request: Request) -> Response:
 
 
 def all_routes() -> list[BaseRoute]:
-    from appliance.web import api_imports, api_stats, callbacks
+    from appliance.web import api_imports, api_messages, api_stats, callbacks
 
     routes: list[BaseRoute] = [Route("/healthz", healthz)]
     routes += api_imports.routes()
     routes += callbacks.routes()
     routes += api_stats.routes()
+    routes += api_messages.routes()
     return routes
 
 
