@@ -28,13 +28,14 @@ async def healthz(request: Request) -> Response:
 
 
 def all_routes() -> list[BaseRoute]:
-    from appliance.web import api_imports, api_messages, api_stats, callbacks
+    from appliance.web import api_imports, api_messages, api_stats, callbacks, pages
 
     routes: list[BaseRoute] = [Route("/healthz", healthz)]
     routes += api_imports.routes()
     routes += callbacks.routes()
     routes += api_stats.routes()
     routes += api_messages.routes()
+    routes += pages.routes()
     return routes
 
 
