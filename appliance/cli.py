@@ -127,6 +127,57 @@ def account_create(data_dir: str | None, config_file: str | None, name: str) -> 
     click.echo(key)
 
 
+@main.group()
+def user() -> None:
+    """Console users (sign-ins for the web console)."""
+
+
+@user.command("create")
+@data_dir_option
+@click.argument("name")
+@click.option("--password", default=None, help="The password (asked for when not given).")
+@click.option("--account", "account_name", default="default", show_default=True,
+              help="The account the user works in (created if missing).")
+def user_create(data_dir: str | None, config_file: str | None, name: str,
+                password: str | None, account_name: str) -> None:
+    """Create a console user, who signs in to the web console."""
+    from appliance.accounts import ensure_account
+    from appliance.users import (
+        UserExists,
+        check_name,
+        check_password,
+        create_user,
+        hash_password,
+    )
+
+    settings = settings_from(data_dir, config_file)
+    account_name = account_name.strip()
+    if not account_name or len(account_name) > 100:
+        fail("account names are 1 to 100 characters")
+    try:
+        check_name(name)
+        if password is None:
+            password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        check_password(password)
+    except ValueError as exc:
+        fail(str(exc))
+        return
+    hashed = hash_password(password)
+    with offline_appliance(settings) as appliance:
+        now = appliance.now_ms()
+
+        def unit(conn: Any) -> Any:
+            acct = ensure_account(conn, account_name, now)
+            return create_user(conn, name, hashed, acct.id, now)
+
+        try:
+            made = appliance.store.writer.call(unit)
+        except (UserExists, ValueError) as exc:
+            fail(str(exc))
+            return
+    click.echo(f"user {made.name} created in account {made.account_name}")
+
+
 @main.command("import")
 @data_dir_option
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
