@@ -1,0 +1,101 @@
+"""The gate in front of every console page: a session, and a CSRF token on every POST.
+
+:func:`console_page` wraps a page handler. Without a live session a page answers
+``303`` to ``/login?next=...`` (a JSON request gets ``401``). A POST has its body read
+under a byte limit, parsed as a form, and is refused with ``403`` unless it carries
+the session's CSRF token; only then does the handler run, with the parsed form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from urllib.parse import quote
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from appliance.service import Appliance
+from appliance.web.api_imports import read_limited
+from appliance.web.errors import ApiError
+from appliance.web.pages.render import json_answer, page, wants_json
+from appliance.web.session import (
+    CSRF_FIELD,
+    ConsoleSession,
+    current_session,
+    presented_csrf,
+    tokens_match,
+)
+
+SMALL_FORM_BYTES = 64 * 1024
+Handler = Callable[[Request, ConsoleSession, FormData], Awaitable[Response]]
+Endpoint = Callable[[Request], Awaitable[Response]]
+BodyLimit = Callable[[Appliance], int]
+
+
+def appliance_of(request: Request) -> Appliance:
+    appliance: Appliance = request.app.state.appliance
+    return appliance
+
+
+def safe_next(target: str | None) -> str:
+    """A local path to go to after sign-in; anything else (another host) becomes ``/``."""
+    if (not target or not target.startswith("/") or target.startswith("//")
+            or "\\" in target or any(ord(ch) < 32 for ch in target) or len(target) > 500):
+        return "/"
+    return target
+
+
+def sign_in_redirect(request: Request) -> Response:
+    if wants_json(request):
+        return json_answer({"error": "unauthorized", "message": "sign in again",
+                            "login": "/login"}, 401)
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/login?next={quote(here, safe='/')}", status_code=303)
+
+
+def refusal(request: Request, session: ConsoleSession | None, status: int, error: str,
+            message: str, **extra: object) -> Response:
+    """An error answer in the shape the client asked for: JSON, or the error page."""
+    if wants_json(request):
+        return json_answer({"error": error, "message": message, **extra}, status)
+    return page(request, "error.html", session, status=status, status_code=status,
+                error=error, message=message)
+
+
+async def read_form(request: Request, limit: int) -> FormData:
+    """The POSTed form, its body refused with 413 past ``limit`` bytes."""
+    await read_limited(request, limit)
+    try:
+        return await request.form(max_files=2, max_fields=20, max_part_size=limit)
+    except ApiError:
+        raise
+    except Exception as exc:  # starlette raises several types for a bad form body
+        raise ApiError(400, "invalid_form", f"could not read the form ({exc})") from None
+
+
+def console_page(handler: Handler, body_limit: BodyLimit | None = None) -> Endpoint:
+    """Wrap ``handler`` with the session check and, for POST, the form and CSRF checks."""
+
+    async def endpoint(request: Request) -> Response:
+        session = await current_session(request)
+        if session is None:
+            return sign_in_redirect(request)
+        form = FormData()
+        if request.method == "POST":
+            limit = body_limit(appliance_of(request)) if body_limit else SMALL_FORM_BYTES
+            try:
+                form = await read_form(request, limit)
+            except ApiError as exc:
+                extra = dict(exc.extra)
+                declared = request.headers.get("content-length", "")
+                if exc.error == "payload_too_large" and declared.isdigit():
+                    extra["submitted_bytes"] = int(declared)
+                return refusal(request, session, exc.status, exc.error, exc.message, **extra)
+            if not tokens_match(session.csrf_token, presented_csrf(request, form.get(CSRF_FIELD))):
+                return refusal(request, session, 403, "csrf",
+                               "This form is missing its security token or the token is"
+                               " stale. Reload the page and try again.")
+        return await handler(request, session, form)
+
+    return endpoint

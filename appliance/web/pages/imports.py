@@ -1,0 +1,182 @@
+"""``/import``, ``/jobs/{id}`` and ``/lists``: pasting a list and watching it land.
+
+The import form posts to this module, which runs the same accept checks as the API
+(``appliance.imports.accept``: bytes, encoding, line count, list name, region) and
+the same ``create_job``; the job page polls ``/jobs/{id}.json`` (the API's job JSON)
+and links the rejects download, which is the API's CSV answer. A submission is keyed
+by account, list, region and the exact payload, so pasting the same text into the
+same list twice shows the first job again instead of starting a second one.
+"""
+
+from __future__ import annotations
+
+from starlette.datastructures import FormData, UploadFile
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from appliance.imports.accept import (
+    Refused,
+    check_list_name,
+    check_region,
+    count_payload_lines,
+)
+from appliance.imports.import_job import (
+    IdempotencyConflict,
+    ImportJob,
+    NewJob,
+    create_job,
+    default_idempotency_key,
+    get_job,
+    list_jobs,
+    list_lists,
+)
+from appliance.service import Appliance
+from appliance.web.api_imports import job_json, rejects_response
+from appliance.web.pages.guard import appliance_of, console_page, refusal
+from appliance.web.pages.render import json_answer, page, wants_json
+from appliance.web.session import ConsoleSession
+
+TERMINAL = ("DONE", "FAILED", "CANCELLED")
+MAX_ID = 2**62
+
+
+def _import_limit(appliance: Appliance) -> int:
+    # The form around the payload (list, region, token, part headers) needs a little room.
+    return appliance.settings.imports.max_bytes + 16 * 1024
+
+
+def console_idempotency_key(account_id: int, list_name: str, region: str,
+                            payload: bytes) -> str:
+    """The key of a console submission: the same paste into the same list is one job."""
+    scope = f"console\0{list_name}\0{region}\0".encode()
+    return default_idempotency_key(account_id, scope + payload)
+
+
+async def _payload(form: FormData) -> tuple[bytes, str]:
+    """The list as submitted: the chosen file, else the pasted text."""
+    upload = form.get("file")
+    text = form.get("text")
+    chosen = isinstance(upload, UploadFile) and bool(upload.filename)
+    pasted = isinstance(text, str) and text.strip() != ""
+    if chosen and pasted:
+        raise Refused(422, "ambiguous_list",
+                      "Paste the numbers or choose a file, not both.")
+    if chosen and isinstance(upload, UploadFile):
+        filename = (upload.filename or "").lower()
+        return await upload.read(), "text/csv" if filename.endswith(".csv") else "text/plain"
+    if isinstance(text, str):
+        return text.encode("utf-8"), "text/plain"
+    return b"", "text/plain"
+
+
+def _list_name(form: FormData) -> object:
+    new = form.get("new_list")
+    if isinstance(new, str) and new.strip():
+        return new
+    return form.get("list")
+
+
+async def _import_page(request: Request, session: ConsoleSession, status: int = 200,
+                       error: dict[str, object] | None = None, chosen_list: str = "",
+                       region: str = "") -> Response:
+    appliance = appliance_of(request)
+    limits = appliance.settings.imports
+    lists = await appliance.store.readers.run(lambda c: list_lists(c, session.account_id))
+    return page(request, "import.html", session, status=status, title="Import a list",
+                lists=lists, error=error, chosen_list=chosen_list,
+                region=region or limits.default_region, max_rows=limits.max_rows,
+                max_bytes=limits.max_bytes)
+
+
+async def import_form(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    return await _import_page(request, session, chosen_list=request.query_params.get("list", ""))
+
+
+async def import_submit(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    appliance = appliance_of(request)
+    limits = appliance.settings.imports
+    raw_region = form.get("region")
+    try:
+        payload, ctype = await _payload(form)
+        name = check_list_name(_list_name(form))
+        region = check_region(raw_region if isinstance(raw_region, str) else None,
+                              limits.default_region)
+        total = count_payload_lines(payload, limits)
+    except Refused as exc:
+        if wants_json(request):
+            return refusal(request, session, exc.status, exc.error, exc.message, **exc.extra)
+        chosen = _list_name(form)
+        return await _import_page(
+            request, session, exc.status, {"error": exc.error, "message": exc.message, **exc.extra},
+            chosen if isinstance(chosen, str) else "",
+            raw_region if isinstance(raw_region, str) else "")
+    key = console_idempotency_key(session.account_id, name, region, payload)
+    new = NewJob(session.account_id, name, region, key, payload, ctype, total)
+    try:
+        job, created = await appliance.store.writer.run(
+            lambda c: create_job(c, new, appliance.now_ms()))
+    except IdempotencyConflict as exc:  # only on a hash collision of the scoped key
+        return refusal(request, session, 422, "idempotency_key_reused", str(exc))
+    appliance.scheduler.wake("imports")
+    url = f"/jobs/{job.id}" + ("" if created else "?again=1")
+    if wants_json(request):
+        return json_answer({"jobId": job.id, "total": job.total, "created": created,
+                            "url": url}, 202 if created else 200)
+    return RedirectResponse(url, status_code=303)
+
+
+async def _owned_job(request: Request, session: ConsoleSession) -> ImportJob | None:
+    job_id: int = request.path_params["job_id"]
+    if job_id > MAX_ID:
+        return None
+    appliance = appliance_of(request)
+    return await appliance.store.readers.run(lambda c: get_job(c, job_id, session.account_id))
+
+
+def _missing_job(request: Request, session: ConsoleSession) -> Response:
+    return refusal(request, session, 404, "not_found", "There is no such import job.")
+
+
+async def job_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    job = await _owned_job(request, session)
+    if job is None:
+        return _missing_job(request, session)
+    return page(request, "job.html", session, title=f"Import job {job.id}", job=job_json(job),
+                finished=job.state in TERMINAL, again=request.query_params.get("again") == "1")
+
+
+async def job_progress(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    job = await _owned_job(request, session)
+    if job is None:
+        return _missing_job(request, session)
+    data = job_json(job)
+    data["rejects_url"] = f"/jobs/{job.id}/rejects.csv"
+    data["finished"] = job.state in TERMINAL
+    return json_answer(data)
+
+
+async def job_rejects(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    job = await _owned_job(request, session)
+    if job is None:
+        return _missing_job(request, session)
+    return await rejects_response(appliance_of(request), job)
+
+
+async def lists_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    appliance = appliance_of(request)
+    lists = await appliance.store.readers.run(lambda c: list_lists(c, session.account_id))
+    jobs = await appliance.store.readers.run(lambda c: list_jobs(c, session.account_id))
+    return page(request, "lists.html", session, title="Lists and jobs", lists=lists,
+                jobs=[job_json(j) for j in jobs])
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/import", console_page(import_form), methods=["GET"]),
+        Route("/import", console_page(import_submit, _import_limit), methods=["POST"]),
+        Route("/jobs/{job_id:int}", console_page(job_page), methods=["GET"]),
+        Route("/jobs/{job_id:int}.json", console_page(job_progress), methods=["GET"]),
+        Route("/jobs/{job_id:int}/rejects.csv", console_page(job_rejects), methods=["GET"]),
+        Route("/lists", console_page(lists_page), methods=["GET"]),
+    ]

@@ -1,0 +1,117 @@
+"""``/login`` and ``/logout``: signing in to the console and out again.
+
+The password is checked with scrypt in a worker thread (an unknown name costs the
+same time as a wrong password, so the answer does not tell which). A successful
+sign-in always starts a fresh session (no fixation); signing out deletes the
+session row, so the old cookie is worthless even if it was copied.
+"""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from appliance.users import absent_user_hash, user_for_sign_in, verify_password
+from appliance.web.errors import ApiError
+from appliance.web.pages.guard import (
+    SMALL_FORM_BYTES,
+    appliance_of,
+    console_page,
+    read_form,
+    safe_next,
+)
+from appliance.web.pages.render import page
+from appliance.web.session import (
+    CSRF_FIELD,
+    SESSION_COOKIE,
+    SIGN_IN_COOKIE,
+    ConsoleSession,
+    clear_session_cookie,
+    create_session,
+    current_session,
+    end_session,
+    set_session_cookie,
+    set_sign_in_cookie,
+    sign_in_token,
+    tokens_match,
+)
+
+MAX_FIELD = 1024
+
+
+def _sign_in_page(request: Request, status: int = 200, error: str = "",
+                  name: str = "", next_path: str = "/") -> Response:
+    token, fresh = sign_in_token(request)
+    response = page(request, "login.html", None, status=status, sign_in_csrf=token,
+                    error=error, name=name, next_path=next_path)
+    if fresh:
+        set_sign_in_cookie(response, request, token)
+    return response
+
+
+async def login_form(request: Request) -> Response:
+    next_path = safe_next(request.query_params.get("next"))
+    if await current_session(request) is not None:
+        return RedirectResponse(next_path, status_code=303)
+    return _sign_in_page(request, next_path=next_path)
+
+
+def _field(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value[:MAX_FIELD] if isinstance(value, str) else ""
+
+
+async def login_submit(request: Request) -> Response:
+    try:
+        form = await read_form(request, SMALL_FORM_BYTES)
+    except ApiError as exc:
+        return _sign_in_page(request, exc.status, exc.message)
+    next_path = safe_next(_field(form, "next"))
+    name = _field(form, "username").strip()
+    password = _field(form, "password")
+    if not tokens_match(request.cookies.get(SIGN_IN_COOKIE, ""), _field(form, CSRF_FIELD)):
+        return _sign_in_page(request, 403, "The sign-in form expired. Please try again.",
+                             name, next_path)
+    appliance = appliance_of(request)
+    found = await appliance.store.readers.run(lambda c: user_for_sign_in(c, name))
+    stored = found[1] if found else absent_user_hash()
+    ok = await anyio.to_thread.run_sync(verify_password, stored, password)
+    if found is None or not ok:
+        return _sign_in_page(request, 401, "Wrong user name or password.", name, next_path)
+    user = found[0]
+    token = await appliance.store.writer.run(
+        lambda c: create_session(c, user.id, appliance.now_ms()))
+    response = RedirectResponse(next_path, status_code=303)
+    set_session_cookie(response, request, token)
+    response.delete_cookie(SIGN_IN_COOKIE, path="/login")
+    return response
+
+
+async def _logout_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    return page(request, "logout.html", session, title="Sign out")
+
+
+async def _logout(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    appliance = appliance_of(request)
+    token = request.cookies.get(SESSION_COOKIE, "")
+    await appliance.store.writer.run(lambda c: end_session(c, token))
+    response = RedirectResponse("/login", status_code=303)
+    clear_session_cookie(response, request)
+    return response
+
+
+async def _home(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    return RedirectResponse("/import", status_code=303)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/", console_page(_home), methods=["GET"]),
+        Route("/login", login_form, methods=["GET"]),
+        Route("/login", login_submit, methods=["POST"]),
+        Route("/logout", console_page(_logout_page), methods=["GET"]),
+        Route("/logout", console_page(_logout), methods=["POST"]),
+    ]

@@ -1,0 +1,148 @@
+"""Console sign-in sessions, the session cookie and CSRF tokens.
+
+A session is a random token in an ``HttpOnly``, ``SameSite=Lax`` cookie (``Secure``
+when the console is reached over https, or ``public_url`` is https). The store keeps
+only the token's sha256 (table ``sessions``), so a copy of the database does not
+sign anyone in. Each session has its own CSRF token, which every console form
+carries as the ``csrf_token`` field (or the ``X-CSRF-Token`` header); a POST
+without the right one is refused. Before sign-in there is no session, so the sign-in
+form is protected by a double-submit token held in a short-lived cookie.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+import apsw
+from starlette.requests import Request
+from starlette.responses import Response
+
+from appliance.service import Appliance
+from appliance.users import User
+
+SESSION_COOKIE = "appliance_session"
+SIGN_IN_COOKIE = "appliance_signin"
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "x-csrf-token"
+SESSION_TTL_MS = 12 * 3600 * 1000
+SIGN_IN_TTL_S = 3600
+MAX_TOKEN = 100
+_UNSET = object()
+
+
+@dataclass(frozen=True)
+class ConsoleSession:
+    user: User
+    csrf_token: str
+    expires_at: int
+
+    @property
+    def account_id(self) -> int:
+        return self.user.account_id
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def tokens_match(expected: str, presented: str | None) -> bool:
+    if not presented or not expected or len(presented) > MAX_TOKEN:
+        return False
+    return hmac.compare_digest(expected.encode("utf-8"), presented.encode("utf-8"))
+
+
+def create_session(conn: apsw.Connection, user_id: int, now_ms: int,
+                   ttl_ms: int = SESSION_TTL_MS) -> str:
+    """Write unit: a new session for ``user_id``; returns the cookie token in clear.
+
+    Expired sessions are deleted on the way, so the table stays small.
+    """
+    conn.execute("DELETE FROM sessions WHERE expires_at <= ?", (now_ms,))
+    token = secrets.token_urlsafe(32)
+    conn.execute(
+        "INSERT INTO sessions (token_hash, user_id, csrf_token, created_at, expires_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (hash_token(token), user_id, secrets.token_urlsafe(32), now_ms, now_ms + ttl_ms),
+    )
+    return token
+
+
+def session_for(conn: apsw.Connection, token: str, now_ms: int) -> ConsoleSession | None:
+    """Read unit: the live session whose cookie is ``token``, or None."""
+    if not token or len(token) > MAX_TOKEN:
+        return None
+    row = conn.execute(
+        "SELECT u.id, u.name, u.account_id, a.name, s.csrf_token, s.expires_at"
+        " FROM sessions s JOIN users u ON u.id = s.user_id"
+        " JOIN accounts a ON a.id = u.account_id"
+        " WHERE s.token_hash = ? AND s.expires_at > ?",
+        (hash_token(token), now_ms),
+    ).fetchone()
+    if row is None:
+        return None
+    user = User(int(row[0]), str(row[1]), int(row[2]), str(row[3]))
+    return ConsoleSession(user, str(row[4]), int(row[5]))
+
+
+def end_session(conn: apsw.Connection, token: str) -> None:
+    """Write unit: forget the session behind ``token`` (sign-out)."""
+    conn.execute("DELETE FROM sessions WHERE token_hash = ?", (hash_token(token),))
+
+
+def _appliance(request: Request) -> Appliance:
+    appliance: Appliance = request.app.state.appliance
+    return appliance
+
+
+async def current_session(request: Request) -> ConsoleSession | None:
+    """The signed-in session of this request, or None (looked up once per request)."""
+    cached = getattr(request.state, "console_session", _UNSET)
+    if cached is None or isinstance(cached, ConsoleSession):
+        return cached
+    token = request.cookies.get(SESSION_COOKIE, "")
+    session = None
+    if token:
+        appliance = _appliance(request)
+        now = appliance.now_ms()
+        session = await appliance.store.readers.run(lambda c: session_for(c, token, now))
+    request.state.console_session = session
+    return session
+
+
+def cookie_secure(request: Request) -> bool:
+    """Whether cookies get ``Secure``: the request came over https, or we are public at https."""
+    public_url = _appliance(request).settings.public_url
+    return request.url.scheme == "https" or public_url.lower().startswith("https://")
+
+
+def set_session_cookie(response: Response, request: Request, token: str) -> None:
+    response.set_cookie(SESSION_COOKIE, token, max_age=SESSION_TTL_MS // 1000, path="/",
+                        httponly=True, samesite="lax", secure=cookie_secure(request))
+
+
+def clear_session_cookie(response: Response, request: Request) -> None:
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax",
+                           secure=cookie_secure(request))
+
+
+def sign_in_token(request: Request) -> tuple[str, bool]:
+    """The sign-in form's CSRF token, and whether its cookie must be (re)set."""
+    token = request.cookies.get(SIGN_IN_COOKIE, "")
+    if 20 <= len(token) <= MAX_TOKEN and token.replace("-", "").replace("_", "").isalnum():
+        return token, False
+    return secrets.token_urlsafe(24), True
+
+
+def set_sign_in_cookie(response: Response, request: Request, token: str) -> None:
+    response.set_cookie(SIGN_IN_COOKIE, token, max_age=SIGN_IN_TTL_S, path="/login",
+                        httponly=True, samesite="lax", secure=cookie_secure(request))
+
+
+def presented_csrf(request: Request, form_value: object) -> str | None:
+    """The CSRF token a request carries: the form field, else the header."""
+    if isinstance(form_value, str) and form_value:
+        return form_value
+    return request.headers.get(CSRF_HEADER)
