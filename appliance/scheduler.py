@@ -31,6 +31,7 @@ class _Loop:
     last_error: str | None = None
     runs: int = 0
     errors: int = 0
+    step_started: float | None = None  # monotonic time the running step began
 
 
 class Scheduler:
@@ -71,6 +72,7 @@ class Scheduler:
     async def _run(self, loop: _Loop) -> None:
         while not self._stopping:
             delay: float | None = loop.interval_s
+            loop.step_started = time.monotonic()
             try:
                 delay = await loop.step()
             except asyncio.CancelledError:
@@ -80,6 +82,7 @@ class Scheduler:
                 loop.last_error = f"{type(exc).__name__}: {exc}"
                 log.exception("loop %s failed", loop.name)
                 delay = loop.interval_s
+            loop.step_started = None
             loop.runs += 1
             loop.last_run = time.monotonic()
             if self._stopping:
@@ -98,6 +101,20 @@ class Scheduler:
         """Seconds since each loop last finished a step."""
         now = time.monotonic()
         return {name: now - lp.last_run for name, lp in self._loops.items()}
+
+    def busy(self) -> dict[str, float]:
+        """Seconds each loop has spent in its current step (loops between steps and
+        loops whose task ended are left out; see :meth:`ended`)."""
+        now = time.monotonic()
+        return {name: now - lp.step_started for name, lp in self._loops.items()
+                if lp.step_started is not None and lp.task is not None and not lp.task.done()}
+
+    def ended(self) -> list[str]:
+        """Loops whose task is over although the scheduler is not stopping."""
+        if self._stopping:
+            return []
+        return [name for name, lp in self._loops.items()
+                if lp.task is not None and lp.task.done()]
 
     def errors(self) -> dict[str, str | None]:
         return {name: lp.last_error for name, lp in self._loops.items()}
