@@ -25,7 +25,7 @@ class Behaviour:
     expired_share: float = 0.3  # of the undelivered, how many EXPIRED (else FAILED)
     delay_min_ms: int = 50  # report delay after the submit answer
     delay_max_ms: int = 1500
-    early_reports: bool = False  # push the reports before answering the submission
+    early_reports: float = 0.0  # push the reports before answering the submission (1 = all)
     duplicate_rate: float = 0.0  # push the final receipt twice
     reorder_rate: float = 0.0  # final first, an older intermediate later
     intermediate_rate: float = 0.0  # an "accepted"/"buffered" receipt before the final
@@ -40,8 +40,9 @@ class Behaviour:
     seed: int | None = None
 
     def check(self) -> Behaviour:
-        rates = ("delivered_rate", "expired_share", "duplicate_rate", "reorder_rate",
-                 "intermediate_rate", "silent_rate", "throttle_rate", "unknown_ref_rate")
+        rates = ("delivered_rate", "early_reports", "expired_share", "duplicate_rate",
+                 "reorder_rate", "intermediate_rate", "silent_rate", "throttle_rate",
+                 "unknown_ref_rate")
         for name in rates:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:

@@ -206,7 +206,7 @@ class Simulator:
             later.append(final_receipt)  # the very same receipt, pushed again
         for receipt in now + later:
             stats.reports.append(receipt.params["status"])
-        if b.early_reports:
+        if b.early_reports and rng.random() < b.early_reports:
             for receipt in now:
                 await self._push(receipt, inline=True)
         else:
