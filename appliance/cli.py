@@ -211,6 +211,17 @@ def doctor(data_dir: str | None, config_file: str | None, as_json: bool) -> None
     sys.exit(code)
 
 
+def _add_sending_commands() -> None:
+    from appliance.demo import demo_command
+    from appliance.simulator.command import simulator_command
+
+    main.add_command(demo_command)
+    main.add_command(simulator_command)
+
+
+_add_sending_commands()
+
+
 class offline_appliance:
     """An opened appliance for a CLI command; works beside a running server.
 
