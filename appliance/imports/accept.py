@@ -76,6 +76,6 @@ def count_payload_lines(payload: bytes, limits: ImportSettings) -> int:
             " Split the list and send it in parts.",
             limit=limits.max_rows, submitted=total,
         )
-    if total == 0:
+    if total == 0 or not payload.strip(b" \t\r\n\xef\xbb\xbf\xff\xfe\x00"):
         raise Refused(422, "empty_list", "the list is empty: paste at least one number")
     return total

@@ -166,7 +166,8 @@ def test_row_and_byte_limits_refuse_with_numbers_and_store_nothing(data_dir: Pat
         ("application/xml", b"<list/>", 415, "unsupported_media_type"),
         ("", b"+905321234567", 415, "unsupported_media_type"),
         ("text/plain", b"\x00\xff\xfe\x80garbage\xc3\x28", 400, "invalid_encoding"),
-        ("multipart/form-data; boundary=zzz", b"--zzz\r\nbroken", 400, "invalid_multipart"),
+        ("multipart/form-data; boundary=zzz", b"--zzz\r\nbroken", 422, "invalid_text"),
+        ("multipart/form-data", b"--zzz\r\nbroken", 400, "invalid_multipart"),
     ],
 )
 def test_malformed_bodies_get_clear_errors(server: Server, api: httpx.Client, content_type: str,
