@@ -77,3 +77,10 @@ def post_report(client: httpx.Client, payload: Any, secret: str = SECRET,
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     return client.post(f"/callbacks/{provider}", content=body, headers={
         "Content-Type": "application/json", "X-Signature": body_signature(body, secret)})
+
+
+def one(conn: apsw.Connection, sql: str, *args: object) -> tuple[Any, ...]:
+    """The single row ``sql`` returns."""
+    row = conn.execute(sql, args).fetchone()
+    assert row is not None, sql
+    return tuple(row)

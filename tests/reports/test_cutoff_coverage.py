@@ -3,6 +3,7 @@ retention (DLR-12) on a real SQLite file."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import apsw
@@ -27,6 +28,14 @@ def deliver(store: Store, ref: str, state: str, at: int, now: int = NOW) -> None
     store.writer.call(lambda c: receive(c, RAW, [report(ref, state, at)], None, now))
 
 
+def state_of(store: Store, ref: str) -> str:
+    return str(store.readers.call(lambda c: message(c, ref))["state"])
+
+
+def adding(account_id: int, ref: str, state: str, created: int) -> Callable[[apsw.Connection], int]:
+    return lambda c: add_message(c, account_id, ref, state=state, created_at=created)
+
+
 def test_cut_off_closes_only_messages_past_the_window_and_a_late_final_still_wins(
         store: Store) -> None:
     acct = store.writer.call(add_account)
@@ -39,8 +48,7 @@ def test_cut_off_closes_only_messages_past_the_window_and_a_late_final_still_win
                                             created_at=NOW - 10 * window, submitted_at=None))
     ids = store.readers.call(lambda c: overdue_ids(c, NOW - window, 100))
     assert store.writer.call(lambda c: cut_off(c, ids, NOW)) == 2
-    states = {r: store.readers.call(lambda c, r=r: message(c, r))["state"]
-              for r in ("old", "unsure", "young", "queued")}
+    states = {r: state_of(store, r) for r in ("old", "unsure", "young", "queued")}
     assert states == {"old": "UNKNOWN", "unsure": "UNKNOWN", "young": "SUBMITTED",
                       "queued": "RETRY"}
 
@@ -65,8 +73,7 @@ def test_coverage_and_delivery_rate_are_separate_figures(store: Store) -> None:
     created = NOW - 10 * HOUR  # inside the 48 h window, past the 6 h settle time
     outcomes = ["DELIVERED"] * 6 + ["FAILED"] * 2 + ["SUBMITTED", "UNKNOWN"]
     for i, state in enumerate(outcomes):
-        store.writer.call(lambda c, i=i, s=state: add_message(c, acct, f"m{i}", state=s,
-                                                              created_at=created))
+        store.writer.call(adding(acct, f"m{i}", state, created))
     store.writer.call(lambda c: add_message(c, other, "x", created_at=created))
     store.writer.call(lambda c: add_message(c, acct, "fresh", created_at=NOW - HOUR))
     cov = store.readers.call(lambda c: coverage(c, NOW, 48, 6, acct))

@@ -6,13 +6,23 @@ write unit the callback handler uses (:func:`receive`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import apsw
 import pytest
 
 from appliance.reports.apply import apply_waiting_for_refs, receive, settle_due
 from appliance.reports.inbox import BACKOFF_S, InboxReport, RawCallback, due_rows
 from appliance.store import Store
-from tests.reports.support import PROVIDER, add_account, add_message, inbox_rows, message, report
+from tests.reports.support import (
+    PROVIDER,
+    add_account,
+    add_message,
+    inbox_rows,
+    message,
+    one,
+    report,
+)
 
 RAW = RawCallback(PROVIDER, "POST", "application/json", "", b"{}")
 NOW = 1_700_000_000_000
@@ -52,8 +62,8 @@ def test_a_repeated_report_is_the_same_fact(store: Store) -> None:
         deliver(store, report("r1", "DELIVERED", NOW))
     [row] = store.readers.call(lambda c: inbox_rows(c, "r1"))
     assert row["repeats"] == 2
-    raws = store.readers.call(lambda c: c.execute("SELECT count(*) FROM raw_reports").fetchone())
-    assert raws[0] == 3  # every callback is kept as received
+    raws = store.readers.call(lambda c: one(c, "SELECT count(*) FROM raw_reports"))
+    assert raws == (3,)  # every callback is kept as received
 
 
 def test_out_of_order_reports_keep_the_newest_final_state_and_all_history(
@@ -94,6 +104,11 @@ def test_a_provider_that_reports_only_its_own_id_is_matched_through_the_mapping(
     assert store.readers.call(lambda c: message(c, "r1"))["state"] == "DELIVERED"
 
 
+def due_at(now: int) -> Callable[[apsw.Connection], dict[str, int]]:
+    """The reconciler's unit as of ``now``."""
+    return lambda c: settle_due(c, due_rows(c, now, 10), now)
+
+
 def test_unmatched_reports_are_retried_on_the_backoff_schedule(store: Store) -> None:
     deliver(store, report("ghost", "DELIVERED", NOW))
     now = NOW
@@ -102,9 +117,8 @@ def test_unmatched_reports_are_retried_on_the_backoff_schedule(store: Store) -> 
         [row] = store.readers.call(lambda c: inbox_rows(c, "ghost"))
         seen.append((row["next_try_at"] - now) // 1000)
         now = row["next_try_at"]
-        assert store.writer.call(lambda c, t=now - 1: due_rows(c, t, 10)) == []
-        counts = store.writer.call(lambda c, t=now: settle_due(c, due_rows(c, t, 10), t))
-        assert counts == {"WAIT": 1}
+        assert store.writer.call(due_at(now - 1)) == {}
+        assert store.writer.call(due_at(now)) == {"WAIT": 1}
     assert seen == [*BACKOFF_S, BACKOFF_S[-1]]
 
 
@@ -120,17 +134,17 @@ def test_the_reconciler_unit_applies_a_report_once_the_message_exists(store: Sto
 
 def test_an_unparseable_callback_is_kept_raw(store: Store) -> None:
     receipt = store.writer.call(lambda c: receive(c, RAW, [], "not JSON", NOW))
-    row = store.readers.call(lambda c: c.execute(
-        "SELECT parsed, error, body FROM raw_reports WHERE id = ?", (receipt.raw_id,)).fetchone())
-    assert tuple(row) == (0, "not JSON", b"{}")
+    row = store.readers.call(lambda c: one(
+        c, "SELECT parsed, error, body FROM raw_reports WHERE id = ?", receipt.raw_id))
+    assert row == (0, "not JSON", b"{}")
 
 
 def test_a_report_that_cannot_be_filed_leaves_the_raw_callback_stored(store: Store) -> None:
     broken = InboxReport(PROVIDER, "r1", "", "delivered", NOW, None)  # type: ignore[arg-type]
     receipt = store.writer.call(lambda c: receive(c, RAW, [broken], None, NOW))
     assert receipt.error is not None
-    row = store.readers.call(lambda c: c.execute(
-        "SELECT parsed, error FROM raw_reports WHERE id = ?", (receipt.raw_id,)).fetchone())
+    row = store.readers.call(lambda c: one(
+        c, "SELECT parsed, error FROM raw_reports WHERE id = ?", receipt.raw_id))
     assert row[0] == 0 and "NOT NULL" in row[1]
     assert store.readers.call(inbox_rows) == []
 
