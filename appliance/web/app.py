@@ -10,9 +10,10 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import Response
+from starlette.routing import BaseRoute
 
 from appliance.service import Appliance
 from appliance.web.errors import ApiError
@@ -23,14 +24,10 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return exc.response()
 
 
-async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
-
-
 def all_routes() -> list[BaseRoute]:
-    from appliance.web import api_imports, api_messages, api_stats, callbacks, pages
+    from appliance.web import api_imports, api_messages, api_ops, api_stats, callbacks, pages
 
-    routes: list[BaseRoute] = [Route("/healthz", healthz)]
+    routes: list[BaseRoute] = api_ops.routes()
     routes += api_imports.routes()
     routes += callbacks.routes()
     routes += api_stats.routes()
@@ -48,10 +45,14 @@ def build_app(appliance: Appliance) -> Starlette:
         finally:
             await appliance.stop()
 
+    from appliance.ops.metrics import metrics_for
+    from appliance.ops.request_middleware import RequestMiddleware
+
     app = Starlette(
         routes=all_routes(),
         exception_handlers={ApiError: _api_error},
         lifespan=lifespan,
+        middleware=[Middleware(RequestMiddleware, metrics=metrics_for(appliance))],
     )
     app.state.appliance = appliance
     return app
