@@ -80,8 +80,10 @@ class Appliance:
 def installers() -> list[Installer]:
     """The parts that run loops, in start order."""
     from appliance.imports.worker import install as install_imports
+    from appliance.ops.install import install as install_ops
     from appliance.reports.loops import install as install_reports
     from appliance.retention import install as install_retention
     from appliance.sending.sender import install as install_sending
 
-    return [install_imports, install_reports, install_retention, install_sending]
+    return [install_imports, install_reports, install_retention, install_sending,
+            install_ops]
