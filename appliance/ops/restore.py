@@ -28,8 +28,12 @@ from pathlib import Path
 
 import apsw
 
-from appliance.ops.backup import integrity_problems, manifest_path_for, sha256_file
-from appliance.ops.backup import table_row_counts
+from appliance.ops.backup import (
+    integrity_problems,
+    manifest_path_for,
+    sha256_file,
+    table_row_counts,
+)
 from appliance.ops.fsync import fsync_dir, fsync_file, write_json_durably
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.store.schema import SCHEMA_VERSION, user_version

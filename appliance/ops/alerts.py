@@ -1,0 +1,64 @@
+"""The two operations alerts, beside the three of DLR-11 (:mod:`appliance.reports.alerts`).
+
+* ``backup_stale``: scheduled backups are on (``[backup] interval_hours``) and the last
+  good backup is older than 1.25 × the interval, or the last attempt failed.
+* ``import_stuck``: an import job is ``RUNNING`` but has made no progress for
+  ``[import] stuck_after_s``.
+
+:func:`ops_alerts` is a read unit returning the same :class:`Alert` shape as the
+report alerts, so ``/api/stats``, metrics and the webhook treat all five alike.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from appliance.config import Settings
+from appliance.ops.backup_status import read_status
+from appliance.reports.alerts import Alert
+
+BACKUP_GRACE = 1.25
+
+
+def backup_threshold_s(settings: Settings) -> float:
+    return settings.backup.interval_hours * 3600 * BACKUP_GRACE
+
+
+def backup_alert(settings: Settings, now_ms: int) -> Alert:
+    threshold = backup_threshold_s(settings)
+    if settings.backup.interval_hours <= 0:
+        return Alert("backup_stale", False, None, 0.0, "scheduled backups are off")
+    status = read_status(settings.data_dir)
+    age = status.age_s(now_ms)
+    failed = status.last_error_at is not None and (
+        status.last_ok_at is None or status.last_error_at > status.last_ok_at)
+    if failed:
+        return Alert("backup_stale", True, age, threshold,
+                     f"the last backup failed: {status.last_error}")
+    if age is None:
+        return Alert("backup_stale", False, None, threshold, "no backup taken yet")
+    return Alert("backup_stale", age > threshold, round(age, 1), threshold,
+                 f"last good backup {age:.0f} s ago (maximum {threshold:g} s)")
+
+
+def stuck_imports(conn: apsw.Connection, settings: Settings, now_ms: int) -> list[int]:
+    cutoff = now_ms - int(settings.imports.stuck_after_s * 1000)
+    return [int(r[0]) for r in conn.execute(
+        "SELECT id FROM import_jobs WHERE state = 'RUNNING' AND updated_at < ? ORDER BY id",
+        (cutoff,))]
+
+
+def import_alert(conn: apsw.Connection, settings: Settings, now_ms: int) -> Alert:
+    stuck = stuck_imports(conn, settings, now_ms)
+    limit = settings.imports.stuck_after_s
+    if not stuck:
+        return Alert("import_stuck", False, 0.0, limit, "no import job is stuck")
+    shown = ", ".join(str(i) for i in stuck[:10]) + (" …" if len(stuck) > 10 else "")
+    return Alert("import_stuck", True, float(len(stuck)), limit,
+                 f"{len(stuck)} running import job(s) without progress for {limit:g} s:"
+                 f" {shown}")
+
+
+def ops_alerts(conn: apsw.Connection, settings: Settings, now_ms: int) -> list[Alert]:
+    """``backup_stale`` and ``import_stuck`` as of ``now_ms`` (a read unit)."""
+    return [backup_alert(settings, now_ms), import_alert(conn, settings, now_ms)]

@@ -1,0 +1,79 @@
+"""Readiness: is this appliance able to do its job right now?
+
+``/healthz`` only says the process answers. ``/readyz`` checks, each with a reason:
+
+* ``database``: a tiny write unit commits within a few seconds (the writer is alive
+  and the disk takes writes);
+* ``scheduler``: every loop is running and none has spent over 15 minutes in one
+  step;
+* ``backup``: when scheduled backups are on, the last one succeeded and is not older
+  than 1.25 × the interval (the ``backup_stale`` alert).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from appliance.ops.alerts import backup_alert
+from appliance.service import Appliance
+
+WRITE_TIMEOUT_S = 5.0
+STUCK_STEP_S = 900.0
+PROBE_KEY = "ops.ready_probe"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _probe(now_ms: int) -> Any:
+    def unit(conn: apsw.Connection) -> None:
+        conn.execute(
+            "INSERT INTO appliance_state (key, value, updated_at) VALUES (?, '', ?)"
+            " ON CONFLICT (key) DO UPDATE SET updated_at = excluded.updated_at",
+            (PROBE_KEY, now_ms))
+    return unit
+
+
+async def database_check(appliance: Appliance) -> Check:
+    try:
+        await asyncio.wait_for(appliance.store.writer.run(_probe(appliance.now_ms())),
+                               WRITE_TIMEOUT_S)
+    except TimeoutError:
+        return Check("database", False, f"a write did not commit within {WRITE_TIMEOUT_S:g} s")
+    except Exception as exc:
+        return Check("database", False, f"a write failed: {type(exc).__name__}: {exc}")
+    return Check("database", True, "writable")
+
+
+def scheduler_check(appliance: Appliance) -> Check:
+    scheduler = appliance.scheduler
+    loops = scheduler.heartbeats()
+    if not loops:
+        return Check("scheduler", False, "no loops running")
+    ended = scheduler.ended()
+    if ended:
+        return Check("scheduler", False, f"loops ended: {', '.join(sorted(ended))}")
+    stuck = {name: s for name, s in scheduler.busy().items() if s > STUCK_STEP_S}
+    if stuck:
+        names = ", ".join(f"{n} ({s:.0f} s)" for n, s in sorted(stuck.items()))
+        return Check("scheduler", False, f"loops stuck in one step for over"
+                                         f" {STUCK_STEP_S:g} s: {names}")
+    return Check("scheduler", True, f"{len(loops)} loops alive")
+
+
+def backup_check(appliance: Appliance) -> Check:
+    alert = backup_alert(appliance.settings, appliance.now_ms())
+    return Check("backup", not alert.firing, alert.message)
+
+
+async def readiness(appliance: Appliance) -> list[Check]:
+    return [await database_check(appliance), scheduler_check(appliance),
+            backup_check(appliance)]

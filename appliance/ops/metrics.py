@@ -1,0 +1,231 @@
+"""Prometheus metrics (``GET /metrics``), with ``prometheus-client``.
+
+A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
+
+* live instruments, updated as things happen: HTTP requests by route template, method
+  and status (and their duration), and the writer's commit latency;
+* a collector that reads the rest at scrape time: the writer's queue depth and
+  counters, the import rate, and, with one read unit, jobs and messages by state,
+  reports by outcome, the inbox, coverage and delivery over the alert window,
+  overdue messages; plus backup age and outcome, scheduler heartbeats and one
+  ``appliance_alert_holding`` gauge per alert.
+
+Scrapes run in a worker thread (the collector does blocking reads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+import apsw
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from appliance import __version__
+from appliance.ops.alerts import ops_alerts
+from appliance.ops.backup_status import read_status
+from appliance.reports.alerts import Alert, evaluate
+from appliance.reports.coverage import coverage, inbox_health, overdue
+from appliance.service import Appliance
+
+COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+disable_created_metrics()  # no *_created series: they double the output for nothing
+HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+
+@dataclass
+class DbSnapshot:
+    """What the collector reads from the database at scrape time."""
+
+    jobs: dict[str, int] = field(default_factory=dict)
+    messages: dict[str, int] = field(default_factory=dict)
+    reports: dict[str, int] = field(default_factory=dict)
+    raw_reports: dict[str, int] = field(default_factory=dict)
+    inbox_waiting: int = 0
+    inbox_oldest_age_s: float | None = None
+    coverage_pct: float | None = None
+    delivered_pct: float | None = None
+    window_messages: int = 0
+    overdue: int = 0
+    alerts: list[Alert] = field(default_factory=list)
+
+
+def _grouped(conn: apsw.Connection, sql: str) -> dict[str, int]:
+    return {str(k): int(v) for k, v in conn.execute(sql)}
+
+
+def read_snapshot(conn: apsw.Connection, appliance: Appliance, now_ms: int) -> DbSnapshot:
+    settings = appliance.settings
+    a = settings.alerts
+    conn.execute("BEGIN")  # one snapshot for every number of this scrape
+    try:
+        snap = DbSnapshot(
+            jobs=_grouped(conn, "SELECT state, count(*) FROM import_jobs GROUP BY state"),
+            messages=_grouped(conn, "SELECT state, count(*) FROM messages GROUP BY state"),
+            reports=_grouped(conn, "SELECT COALESCE(outcome, 'WAITING'), count(*)"
+                                   " FROM report_inbox GROUP BY 1"),
+            raw_reports=_grouped(conn, "SELECT CASE parsed WHEN 1 THEN 'parsed'"
+                                       " ELSE 'quarantined' END, count(*)"
+                                       " FROM raw_reports GROUP BY 1"),
+        )
+        health = inbox_health(conn, now_ms)
+        snap.inbox_waiting = health.waiting
+        snap.inbox_oldest_age_s = health.oldest_age_s
+        cov = coverage(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours)
+        snap.coverage_pct = cov.coverage_pct
+        snap.delivered_pct = cov.delivered_pct
+        snap.window_messages = cov.total
+        snap.overdue = overdue(conn, now_ms, settings.sending.delivery_window_hours,
+                               a.coverage_window_hours)
+        snap.alerts = evaluate(conn, settings, now_ms) + ops_alerts(conn, settings, now_ms)
+    finally:
+        conn.execute("COMMIT")
+    return snap
+
+
+def _gauge(name: str, doc: str, value: float | None) -> GaugeMetricFamily:
+    g = GaugeMetricFamily(name, doc)
+    if value is not None:
+        g.add_metric([], float(value))
+    return g
+
+
+def _by(name: str, doc: str, label: str, values: dict[str, int],
+        always: tuple[str, ...] = ()) -> GaugeMetricFamily:
+    g = GaugeMetricFamily(name, doc, labels=[label])
+    for key in sorted(set(values) | set(always)):
+        g.add_metric([key], float(values.get(key, 0)))
+    return g
+
+
+class ApplianceCollector(Collector):
+    """Numbers read at scrape time."""
+
+    def __init__(self, appliance: Appliance) -> None:
+        self.appliance = appliance
+
+    def collect(self) -> Iterator[Metric]:
+        appliance = self.appliance
+        writer = appliance.store.writer
+        stats = writer.stats
+        yield _gauge("appliance_writer_queue_depth", "Write units waiting for the writer.",
+                     writer.queue_depth)
+        for name, doc, value in (
+            ("appliance_writer_commits", "Group commits.", stats.commits),
+            ("appliance_writer_units", "Write units committed.", stats.units),
+            ("appliance_writer_failed_units", "Write units rolled back.", stats.failed_units),
+            ("appliance_writer_failed_commits", "Commits that failed.", stats.failed_commits),
+        ):
+            c = CounterMetricFamily(name, doc)
+            c.add_metric([], float(value))
+            yield c
+        worker = appliance.extras.get("import_worker")
+        rate = getattr(worker, "rate", None)
+        yield _gauge("appliance_import_rows_per_second",
+                     "Import rows parsed and written per second, recent chunks.",
+                     rate.per_second if rate is not None else 0.0)
+        rows = CounterMetricFamily("appliance_import_rows", "Import rows processed.")
+        rows.add_metric([], float(rate.total_rows if rate is not None else 0))
+        yield rows
+
+        now = appliance.now_ms()
+        snap = appliance.store.readers.call(lambda c: read_snapshot(c, appliance, now))
+        yield _by("appliance_import_jobs", "Import jobs by state.", "state", snap.jobs,
+                  ("DRAFT", "RUNNING", "DONE", "FAILED", "CANCELLED"))
+        yield _by("appliance_messages", "Messages by state.", "state", snap.messages)
+        yield _by("appliance_reports", "Stored reports by outcome (APPLIED, STALE,"
+                  " WAITING = unmatched, in the inbox).", "outcome", snap.reports,
+                  ("APPLIED", "STALE", "WAITING"))
+        yield _by("appliance_raw_callbacks", "Stored callback bodies (parsed or"
+                  " quarantined).", "result", snap.raw_reports, ("parsed", "quarantined"))
+        yield _gauge("appliance_inbox_waiting", "Reports waiting for their message.",
+                     snap.inbox_waiting)
+        yield _gauge("appliance_inbox_oldest_age_seconds",
+                     "Age of the oldest unmatched report (0 when none).",
+                     snap.inbox_oldest_age_s or 0.0)
+        yield _gauge("appliance_coverage_ratio", "Share of messages in the alert window with a"
+                     " final report (absent when the window is empty).",
+                     None if snap.coverage_pct is None else snap.coverage_pct / 100)
+        yield _gauge("appliance_delivered_ratio", "Share of messages in the alert window"
+                     " delivered (absent when the window is empty).",
+                     None if snap.delivered_pct is None else snap.delivered_pct / 100)
+        yield _gauge("appliance_window_messages", "Messages in the alert window.",
+                     snap.window_messages)
+        yield _gauge("appliance_overdue_messages", "Messages past the delivery window"
+                     " without a final report.", snap.overdue)
+        holding = GaugeMetricFamily("appliance_alert_holding",
+                                    "1 while the alert holds, else 0.", labels=["alert"])
+        for alert in snap.alerts:
+            holding.add_metric([alert.name], 1.0 if alert.firing else 0.0)
+        yield holding
+
+        status = read_status(appliance.settings.data_dir)
+        yield _gauge("appliance_backup_age_seconds", "Seconds since the last good backup"
+                     " (absent before the first).", status.age_s(now))
+        yield _gauge("appliance_backup_last_success_timestamp_seconds",
+                     "When the last good backup was taken.",
+                     None if status.last_ok_at is None else status.last_ok_at / 1000)
+        yield _gauge("appliance_backup_last_failed", "1 when the last backup attempt failed.",
+                     1.0 if status.last_error else 0.0)
+        failures = CounterMetricFamily("appliance_backup_failures", "Failed backups.")
+        failures.add_metric([], float(status.failures))
+        yield failures
+
+        beats = GaugeMetricFamily("appliance_loop_heartbeat_age_seconds",
+                                  "Seconds since each scheduler loop finished a step.",
+                                  labels=["loop"])
+        for name, age in sorted(appliance.scheduler.heartbeats().items()):
+            beats.add_metric([name], age)
+        yield beats
+        info = GaugeMetricFamily("appliance_build_info", "The running version.",
+                                 labels=["version"])
+        info.add_metric([__version__], 1.0)
+        yield info
+
+
+class Metrics:
+    def __init__(self, appliance: Appliance) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.http_requests = Counter(
+            "appliance_http_requests", "HTTP requests by route template, method and status.",
+            ["route", "method", "status"], registry=self.registry)
+        self.http_seconds = Histogram(
+            "appliance_http_request_duration_seconds", "HTTP request duration by route.",
+            ["route"], buckets=HTTP_BUCKETS, registry=self.registry)
+        self.commit_seconds = Histogram(
+            "appliance_writer_commit_seconds", "Group commit latency (BEGIN to COMMIT).",
+            buckets=COMMIT_BUCKETS, registry=self.registry)
+        self.registry.register(ApplianceCollector(appliance))
+        self._observing = False
+
+    def observe_writer(self, appliance: Appliance) -> None:
+        if not self._observing:
+            appliance.store.writer.commit_listeners.append(
+                lambda seconds, units: self.commit_seconds.observe(seconds))
+            self._observing = True
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        self.http_requests.labels(route, method, str(status)).inc()
+        self.http_seconds.labels(route).observe(seconds)
+
+    async def exposition(self) -> bytes:
+        return await anyio.to_thread.run_sync(generate_latest, self.registry)
+
+
+def metrics_for(appliance: Appliance) -> Metrics:
+    existing: Any = appliance.extras.get("metrics")
+    if isinstance(existing, Metrics):
+        return existing
+    metrics = Metrics(appliance)
+    appliance.extras["metrics"] = metrics
+    return metrics

@@ -1,0 +1,68 @@
+"""Request ids and request metrics, as one plain ASGI middleware.
+
+Every HTTP request gets an id: the caller's ``X-Request-Id`` when it is a sane token
+(up to 128 of ``A-Z a-z 0-9 . _ -``), else a new one. It is echoed in the response's
+``X-Request-Id`` and put on every log line written while the request is handled.
+Each request is counted by route *template* (``/api/jobs/{id}``, never the raw
+path, so hostile paths cannot grow the metrics), method and status.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from appliance.logs import request_id
+from appliance.ops.metrics import Metrics
+
+log = logging.getLogger("appliance.http")
+_SANE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def incoming_request_id(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"x-request-id":
+            text = value.decode("latin-1")
+            return text if _SANE_ID.match(text) else None
+    return None
+
+
+class RequestMiddleware:
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = incoming_request_id(scope) or uuid.uuid4().hex
+        token = request_id.set(rid)
+        status = 500
+        started = time.perf_counter()
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                MutableHeaders(scope=message).append("X-Request-Id", rid)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = scope.get("route")
+            template = str(getattr(route, "path", "") or "unmatched")
+            method = str(scope.get("method", "GET"))
+            self.metrics.observe_request(template, method if method in METHODS else "OTHER",
+                                         status, elapsed)
+            if status >= 500:
+                log.warning("request failed", extra={"route": template, "status": status})
+            request_id.reset(token)

@@ -1,0 +1,49 @@
+"""``/healthz`` (the process answers), ``/readyz`` (it can do its job), ``/metrics``.
+
+None needs a key: they are for the supervisor, the load balancer and Prometheus,
+and tell nothing about any account's data.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from appliance.ops.health import readiness
+from appliance.ops.metrics import metrics_for
+from appliance.service import Appliance
+
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _appliance(request: Request) -> Appliance:
+    appliance: Appliance = request.app.state.appliance
+    return appliance
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    checks = await readiness(_appliance(request))
+    ready = all(c.ok for c in checks)
+    return JSONResponse({
+        "status": "ready" if ready else "not ready",
+        "checks": {c.name: {"ok": c.ok, "detail": c.detail} for c in checks},
+        "reasons": [f"{c.name}: {c.detail}" for c in checks if not c.ok],
+    }, status_code=200 if ready else 503)
+
+
+async def metrics(request: Request) -> Response:
+    body = await metrics_for(_appliance(request)).exposition()
+    return Response(body, media_type=PROMETHEUS_TEXT)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
