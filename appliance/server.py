@@ -1,18 +1,38 @@
-"""Running the HTTP server and the scheduler in one process (APP-1)."""
+"""Running the HTTP server and the scheduler in one process (APP-1), and stopping it.
+
+Start: refuse a second process on the data dir (``appliance.lock``) and a data dir
+an interrupted restore left behind; open (migrate) the database; serve.
+
+SIGTERM (or SIGINT): stop accepting connections, let in-flight requests finish (up
+to half of ``shutdown_timeout_s``), let every scheduler loop finish its current step
+(a chunk of an import, a send batch), flush the writer's queue, close the database,
+release the lock and exit 0. A watchdog ends the process with status 1 if all that
+has not happened ``shutdown_timeout_s`` (+5 s) after the signal. The next start
+resumes whatever was under way (every unit of work records its position).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Generator
+from types import FrameType
 
 import uvicorn
 
 from appliance.config import Settings, ensure_data_dir
 from appliance.logs import setup_logging
+from appliance.ops.restore import pending_restore
 from appliance.service import Appliance
-from appliance.store.lock import DataDirLock
+from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.web.app import build_app
 
 log = logging.getLogger("appliance")
+WATCHDOG_GRACE_S = 5.0
 
 
 def uvicorn_config(app: object, settings: Settings) -> uvicorn.Config:
@@ -32,24 +52,71 @@ def uvicorn_config(app: object, settings: Settings) -> uvicorn.Config:
         log_config=None,
         access_log=False,
         server_header=False,
-        timeout_graceful_shutdown=int(settings.shutdown_timeout_s),
+        timeout_graceful_shutdown=max(1, int(settings.shutdown_timeout_s / 2)),
         limit_concurrency=2000,
         backlog=4096,
     )
 
 
+class ApplianceServer(uvicorn.Server):
+    """uvicorn's server, except that a signal ends in a clean return (exit 0) after
+    the shutdown, not in re-raising the signal before our own clean-up has run."""
+
+    def __init__(self, config: uvicorn.Config, shutdown_timeout_s: float) -> None:
+        super().__init__(config)
+        self.shutdown_timeout_s = shutdown_timeout_s
+        self.signalled_at: float | None = None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.signalled_at is None:
+            self.signalled_at = time.monotonic()
+            log.info("stopping", extra={"signal": signal.Signals(sig).name})
+            threading.Thread(target=self._watchdog, name="shutdown-watchdog",
+                             daemon=True).start()
+        super().handle_exit(sig, frame)
+
+    def _watchdog(self) -> None:
+        time.sleep(self.shutdown_timeout_s + WATCHDOG_GRACE_S)
+        log.error("shutdown took longer than %s s; exiting now", self.shutdown_timeout_s)
+        logging.shutdown()
+        os._exit(1)
+
+
+def _secrets(settings: Settings) -> list[str]:
+    keys = ("api_key", "api_secret", "signature_secret", "auth_token", "secret")
+    return [str(getattr(p, k)) for p in settings.providers.values() for k in keys
+            if getattr(p, k)]
+
+
 def run_server(settings: Settings, appliance: Appliance | None = None) -> None:
     """Serve until SIGTERM/SIGINT; then finish in-flight work and flush the writer."""
-    setup_logging(settings.log_format, settings.log_level)
+    setup_logging(settings.log_format, settings.log_level, settings.log_full_numbers,
+                  _secrets(settings))
     ensure_data_dir(settings)
     lock = DataDirLock(settings.data_dir)
     lock.acquire()
     try:
+        refusal = pending_restore(settings.data_dir)
+        if refusal:
+            raise DataDirLocked(refusal)
         appliance = appliance or Appliance(settings)
         appliance.open()
         try:
             app = build_app(appliance)
-            server = uvicorn.Server(uvicorn_config(app, settings))
+            server = ApplianceServer(uvicorn_config(app, settings), settings.shutdown_timeout_s)
             log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})
             server.run()
         finally:
