@@ -1,0 +1,41 @@
+"""docs/providers.md stays true to the adapters: kinds, options, status words, defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from appliance.providers import ADAPTERS, http_json, simulator_kind, twilio, vonage
+
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "providers.md").read_text()
+
+
+@pytest.mark.parametrize("kind", sorted(ADAPTERS))
+def test_every_kind_has_a_section_and_its_options(kind: str) -> None:
+    assert f"## `{kind}`" in DOC
+    for option in ADAPTERS[kind].OPTIONS:
+        assert option in DOC, option
+
+
+@pytest.mark.parametrize(
+    "words",
+    [vonage.DLR_STATES, twilio.STATUS_STATES, http_json.STATUS_STATES],
+    ids=["vonage", "twilio", "http"],
+)
+def test_every_mapped_status_word_is_documented(words: dict[str, str]) -> None:
+    lowered = DOC.lower()
+    for word in words:
+        assert f"`{word}`" in lowered, word
+
+
+def test_vonage_submit_statuses_are_all_listed() -> None:
+    for code in vonage.SUBMIT_STATUS_TEXT:
+        assert f" {code}" in DOC, code
+
+
+def test_simulator_defaults_are_the_documented_ones() -> None:
+    for value in (simulator_kind.SIMULATOR_BASE_URL, simulator_kind.SIMULATOR_API_KEY,
+                  simulator_kind.SIMULATOR_API_SECRET,
+                  simulator_kind.SIMULATOR_SIGNATURE_SECRET):
+        assert f'"{value}"' in DOC, value
