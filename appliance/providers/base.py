@@ -369,7 +369,9 @@ class ProviderAdapter(ABC):
 
         429 (and 408, 425) -> RETRY honouring ``Retry-After``; 5xx -> RETRY except 504,
         where a gateway gave up waiting for a provider that may have taken the message
-        (UNCERTAIN); other 4xx -> REJECTED; 1xx/3xx -> UNCERTAIN.
+        (UNCERTAIN); other 4xx -> REJECTED; 301/307/308 (the API moved, typically an
+        ``http://`` base URL: the request was not processed) -> RETRY; any other answer
+        (302/303 may follow a processed POST) -> UNCERTAIN.
         """
         code = response.status_code
         if 200 <= code < 300:
@@ -386,6 +388,10 @@ class ProviderAdapter(ABC):
             return Outcome(SubmitResult.RETRY, retry_after_s=wait, error=short(detail))
         if 400 <= code < 500:
             return Outcome(SubmitResult.REJECTED, error=short(detail))
+        if code in (301, 307, 308):
+            where = response.headers.get("location", "")
+            moved = f"{label}: moved to {where}" if where else label
+            return Outcome(SubmitResult.RETRY, error=short(moved))
         return Outcome(SubmitResult.UNCERTAIN, error=short(detail))
 
     # -- callbacks ---------------------------------------------------------------------

@@ -144,3 +144,23 @@ def test_twilio_messaging_service_replaces_the_sender() -> None:
 def test_dedupes_on_ref_comes_from_settings() -> None:
     assert build_adapter(replace(FULL, kind="http")).dedupes_on_ref is False
     assert build_adapter(replace(FULL, kind="http", dedupes_on_ref=True)).dedupes_on_ref is True
+
+
+@pytest.mark.parametrize(
+    ("code", "result"),
+    [
+        (301, SubmitResult.RETRY), (307, SubmitResult.RETRY), (308, SubmitResult.RETRY),
+        (302, SubmitResult.UNCERTAIN), (303, SubmitResult.UNCERTAIN),
+        (408, SubmitResult.RETRY), (425, SubmitResult.RETRY), (429, SubmitResult.RETRY),
+        (400, SubmitResult.REJECTED), (404, SubmitResult.REJECTED),
+        (500, SubmitResult.RETRY), (502, SubmitResult.RETRY), (503, SubmitResult.RETRY),
+        (504, SubmitResult.UNCERTAIN), (599, SubmitResult.RETRY),
+    ],
+)
+def test_http_status_classes_for_every_kind(code: int, result: SubmitResult) -> None:
+    for kind in ADAPTERS:
+        adapter = build_adapter(replace(FULL, kind=kind))
+        response = httpx.Response(code, headers={"location": "https://p.example/new"})
+        out = adapter.interpret_response(response)
+        assert out.result is result, (kind, code)
+        assert out.error and str(code) in out.error
