@@ -11,11 +11,13 @@ from starlette.staticfiles import StaticFiles
 
 
 def routes() -> list[BaseRoute]:
-    from appliance.web.pages import imports, sign_in
+    from appliance.web.pages import delivery, imports, sending, sign_in
     from appliance.web.pages.render import STATIC_DIR
 
     return [
         *sign_in.routes(),
         *imports.routes(),
+        *sending.routes(),
+        *delivery.routes(),
         Mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]

@@ -1,0 +1,91 @@
+"""The dashboard's chart, drawn on the server as inline SVG (no script, no library).
+
+Messages by hour of creation over the coverage window: the total of each hour as a
+light bar, the part still without a final state drawn over it. Every hour of the
+window gets a slot, so a quiet hour shows as a gap rather than vanishing. Each bar
+has a ``<title>`` (a tooltip, and text for screen readers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from markupsafe import Markup, escape
+
+HOUR_MS = 3_600_000
+WIDTH, HEIGHT = 720, 240
+LEFT, RIGHT, TOP, BOTTOM = 46, 8, 12, 30
+
+
+@dataclass(frozen=True)
+class HourBar:
+    hour_ms: int  # start of the hour, epoch ms UTC
+    still_open: int
+    total: int
+
+
+def hour_slots(bars: list[HourBar], start_ms: int, end_ms: int) -> list[HourBar]:
+    """One bar per hour from the hour of ``start_ms`` to the hour before ``end_ms``."""
+    by_hour = {b.hour_ms: b for b in bars}
+    first = start_ms // HOUR_MS
+    last = max(first, (end_ms - 1) // HOUR_MS)
+    return [by_hour.get(h * HOUR_MS, HourBar(h * HOUR_MS, 0, 0)) for h in range(first, last + 1)]
+
+
+def _label(hour_ms: int) -> str:
+    dt = datetime.fromtimestamp(hour_ms / 1000, tz=UTC)
+    return dt.strftime("%d %b %H:00") if dt.hour == 0 else dt.strftime("%H:00")
+
+
+def _nice_max(value: int) -> int:
+    if value <= 4:
+        return 4
+    step = 10 ** (len(str(value)) - 1)
+    for mult in (1, 2, 2.5, 5, 10):
+        top = int(mult * step)
+        if top >= value:
+            return top
+    return value
+
+
+def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int) -> Markup:
+    """The chart as SVG markup, safe to place in a template."""
+    slots = hour_slots(bars, start_ms, end_ms)
+    top = _nice_max(max((b.total for b in slots), default=0))
+    plot_w = WIDTH - LEFT - RIGHT
+    plot_h = HEIGHT - TOP - BOTTOM
+    slot_w = plot_w / len(slots)
+    bar_w = max(1.0, slot_w * 0.8)
+    every = max(1, round(len(slots) / 8))
+    out = [
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img"'
+        ' aria-labelledby="chart-title chart-desc" xmlns="http://www.w3.org/2000/svg">',
+        '<title id="chart-title">Messages by hour of creation: still open vs total</title>',
+        f'<desc id="chart-desc">{len(slots)} hours; the tallest hour has'
+        f' {max((b.total for b in slots), default=0)} messages.</desc>',
+    ]
+    for frac in (0.0, 0.5, 1.0):
+        y = TOP + plot_h * (1 - frac)
+        out.append(f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}"'
+                   f' y2="{y:.1f}" stroke-dasharray="{"0" if frac == 0 else "3 3"}"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                   f'{round(top * frac)}</text>')
+    for i, bar in enumerate(slots):
+        x = LEFT + i * slot_w + (slot_w - bar_w) / 2
+        h_total = plot_h * bar.total / top
+        h_open = plot_h * bar.still_open / top
+        label = _label(bar.hour_ms)
+        tip = escape(f"{label} UTC: {bar.still_open} still open of {bar.total}")
+        out.append(f'<g><title>{tip}</title>')
+        out.append(f'<rect class="total" x="{x:.1f}" y="{TOP + plot_h - h_total:.1f}"'
+                   f' width="{bar_w:.1f}" height="{h_total:.1f}"/>')
+        if bar.still_open:
+            out.append(f'<rect class="open" x="{x:.1f}" y="{TOP + plot_h - h_open:.1f}"'
+                       f' width="{bar_w:.1f}" height="{h_open:.1f}"/>')
+        out.append("</g>")
+        if i % every == 0:
+            out.append(f'<text x="{x + bar_w / 2:.1f}" y="{HEIGHT - 10}" text-anchor="middle">'
+                       f"{escape(label)}</text>")
+    out.append("</svg>")
+    return Markup("".join(out))

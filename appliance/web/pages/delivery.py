@@ -1,0 +1,108 @@
+"""``/dashboard`` and ``/messages``: how delivery goes, and what happened to one message.
+
+The dashboard shows the same figures as ``GET /api/stats`` (one read unit,
+``appliance.reports.summary.summary``, for the signed-in account): coverage beside
+delivery rate, still-open vs total by hour of creation as a server-drawn chart, inbox
+health, overdue messages and the alerts that hold. The lookup finds a message by our
+ref or by phone number with the sender's read units and shows its report timeline.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import apsw
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from appliance.imports.normalise import Invalid, normalise_msisdn
+from appliance.reports.summary import summary
+from appliance.sending import messages as msgs
+from appliance.sending.refs import looks_like_ref
+from appliance.web.api_messages import MAX_MSISDN_CHARS
+from appliance.web.pages.chart import HourBar, open_by_hour_svg
+from appliance.web.pages.guard import appliance_of, console_page
+from appliance.web.pages.render import page
+from appliance.web.pages.timeline import message_timeline
+from appliance.web.session import ConsoleSession
+
+ALERT_TITLES = {
+    "coverage_low": "Coverage below the minimum",
+    "inbox_stale": "Old unmatched reports in the inbox",
+    "overdue": "Messages past the delivery window without a final report",
+}
+
+
+def _ms(text: str | None) -> int:
+    if not text:
+        return 0
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+async def dashboard(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    appliance = appliance_of(request)
+    settings = appliance.settings
+    now = appliance.now_ms()
+    account_id = session.account_id
+    stats: dict[str, Any] = await appliance.store.readers.run(
+        lambda c: summary(c, settings, now, account_id))
+    window = stats["window"]
+    start, end = _ms(window["from"]), _ms(window["to"])
+    bars = [HourBar(_ms(h["hour"]), int(h["still_open"]), int(h["total"]))
+            for h in stats["open_by_hour"]]
+    alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"])} for a in stats["alerts"]]
+    return page(request, "dashboard.html", session, title="Delivery dashboard", stats=stats,
+                window_start=start, window_end=end, chart=open_by_hour_svg(bars, start, end),
+                hours=sorted(bars, key=lambda b: b.hour_ms, reverse=True),
+                alerts=alerts, holding=[a for a in alerts if a["firing"]],
+                settings=settings, now=now)
+
+
+async def messages_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    appliance = appliance_of(request)
+    query = request.query_params.get("q", "").strip()[:MAX_MSISDN_CHARS]
+    account_id = session.account_id
+    context: dict[str, Any] = {"query": query, "message": None, "timeline": [],
+                               "found": [], "error": "", "msisdn": "",
+                               "sent": request.query_params.get("sent") == "1"}
+    status = 200
+    if query and looks_like_ref(query.upper()):
+        ref = query.upper()
+
+        def read(c: apsw.Connection) -> tuple[msgs.Message, list[msgs.HistoryEntry]] | None:
+            m = msgs.get_message(c, ref, account_id)
+            return None if m is None else (m, msgs.message_history(c, m))
+
+        got = await appliance.store.readers.run(read)
+        if got is None:
+            context["error"] = f"No message with the ref {ref}."
+            status = 404
+        else:
+            context["message"] = got[0]
+            context["timeline"] = message_timeline(*got)
+    elif query:
+        number = normalise_msisdn(query, appliance.settings.imports.default_region)
+        if isinstance(number, Invalid):
+            context["error"] = (f"{query!r} is neither one of our refs (26 characters) nor a"
+                                f" phone number: {number.reason}.")
+            status = 422
+        else:
+            msisdn = number.msisdn
+            context["msisdn"] = msisdn
+            context["found"] = await appliance.store.readers.run(
+                lambda c: msgs.messages_for_msisdn(c, account_id, msisdn))
+            if not context["found"]:
+                context["error"] = f"No messages to {msisdn}."
+                status = 404
+    return page(request, "messages.html", session, status=status, title="Message lookup",
+                **context)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/dashboard", console_page(dashboard), methods=["GET"]),
+        Route("/messages", console_page(messages_page), methods=["GET"]),
+    ]

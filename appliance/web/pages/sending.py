@@ -1,0 +1,229 @@
+"""``/send`` and ``/campaigns/{id}``: one message, or a campaign to a list, and its progress.
+
+The checks are the API's own (recipient, body, provider: ``appliance.web.api_messages``)
+and the rows are written by the sender's store units (``insert_message``,
+``create_campaign``). Every send form carries a key made when the form was shown, so
+posting it twice (a double click, a reload) gives back the first message or campaign
+instead of sending again. A campaign is sent only from a confirmation page that
+states how many messages will go out; if the list changed in between, it is not sent
+and the confirmation is shown again with the new count.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import apsw
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from appliance.imports.import_job import list_jobs, list_lists, list_summary
+from appliance.sending import campaigns as camp
+from appliance.sending import messages as msgs
+from appliance.sending.refs import new_ref
+from appliance.web.api_messages import _msisdn, _provider, _text, campaign_json
+from appliance.web.errors import ApiError
+from appliance.web.pages.guard import appliance_of, console_page, refusal
+from appliance.web.pages.render import page
+from appliance.web.session import ConsoleSession
+
+MAX_ID = 2**62
+KEY_PREFIX = "console:"
+
+
+class ListChanged(Exception):
+    """The list does not hold the number of contacts the confirmation stated."""
+
+    def __init__(self, contacts: int) -> None:
+        super().__init__(f"the list now has {contacts} contacts")
+        self.contacts = contacts
+
+
+def _field(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _form_key(form: FormData) -> str:
+    """The form's send key: made when the form was shown, checked for shape here."""
+    key = _field(form, "send_key")
+    if not (16 <= len(key) <= 64) or not key.replace("-", "").replace("_", "").isalnum():
+        raise ApiError(400, "invalid_form", "This form is incomplete. Reload the page.")
+    return KEY_PREFIX + key
+
+
+async def _send_page(request: Request, session: ConsoleSession, status: int = 200,
+                     error: str = "", values: dict[str, str] | None = None) -> Response:
+    appliance = appliance_of(request)
+    account_id = session.account_id
+    lists = await appliance.store.readers.run(lambda c: list_lists(c, account_id))
+    recent = await appliance.store.readers.run(
+        lambda c: camp.list_campaigns(c, account_id, limit=20))
+    settings = appliance.settings
+    chosen = dict(values or {})
+    chosen.setdefault("list", request.query_params.get("list", ""))
+    return page(request, "send.html", session, status=status, title="Send", error=error,
+                lists=lists, providers=list(settings.providers),
+                default_provider=settings.default_provider, values=chosen,
+                max_body=settings.sending.max_body_chars,
+                campaigns=[campaign_json(p) for p in recent],
+                message_key=secrets.token_urlsafe(18), campaign_key=secrets.token_urlsafe(18))
+
+
+async def send_form(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    return await _send_page(request, session)
+
+
+def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, Any]:
+    appliance = appliance_of(request)
+    provider = _field(form, "provider") or None
+    out: dict[str, Any] = {
+        "body": _text(appliance, _field(form, "body")),
+        "provider": _provider(appliance, provider),
+    }
+    if need_to:
+        out["to"] = _msisdn(appliance, _field(form, "to"))
+    return out
+
+
+def _values(form: FormData) -> dict[str, str]:
+    return {k: _field(form, k) for k in ("to", "body", "provider", "list")}
+
+
+async def send_message(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    appliance = appliance_of(request)
+    try:
+        key = _form_key(form)
+        checked = _checked(request, form, need_to=True)
+    except ApiError as exc:
+        return await _send_page(request, session, exc.status, exc.message, _values(form))
+    new = msgs.NewMessage(account_id=session.account_id, msisdn=checked["to"],
+                          body=checked["body"], provider=checked["provider"],
+                          idempotency_key=key)
+    now = appliance.now_ms()
+    ref = new_ref(now)
+    try:
+        accepted = await appliance.store.writer.run(lambda c: msgs.insert_message(c, new, ref, now))
+    except msgs.IdempotencyConflict:
+        return await _send_page(request, session, 409, "This form was already used for another"
+                                " message. Nothing was sent twice; check the message below.",
+                                _values(form))
+    if accepted.created:
+        appliance.scheduler.wake("sender")
+    return RedirectResponse(f"/messages?q={accepted.ref}&sent=1", status_code=303)
+
+
+async def confirm_campaign(request: Request, session: ConsoleSession,
+                           form: FormData) -> Response:
+    appliance = appliance_of(request)
+    name = _field(form, "list").strip()
+    try:
+        key = _form_key(form)
+        checked = _checked(request, form, need_to=False)
+    except ApiError as exc:
+        return await _send_page(request, session, exc.status, exc.message, _values(form))
+    account_id = session.account_id
+
+    def read(c: apsw.Connection) -> tuple[dict[str, Any] | None, int]:
+        found = list_summary(c, account_id, name) if name else None
+        running = 0
+        if found is not None:
+            running = sum(1 for j in list_jobs(c, account_id, limit=200)
+                          if j.list_id == found["id"] and j.state in ("DRAFT", "RUNNING"))
+        return found, running
+
+    found, running_imports = await appliance.store.readers.run(read)
+    if found is None:
+        return await _send_page(request, session, 422, "Choose one of your lists.", _values(form))
+    if found["contacts"] == 0:
+        return await _send_page(request, session, 422,
+                                f"The list {name!r} has no contacts: nothing to send.",
+                                _values(form))
+    return page(request, "confirm.html", session, title="Confirm the campaign", list=found,
+                body=checked["body"], provider=checked["provider"], send_key=key[len(KEY_PREFIX):],
+                running_imports=running_imports, changed_from=None)
+
+
+async def create_campaign(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    appliance = appliance_of(request)
+    name = _field(form, "list").strip()
+    expected_raw = _field(form, "expected")
+    try:
+        key = _form_key(form)
+        checked = _checked(request, form, need_to=False)
+        if not expected_raw.isdigit() or len(expected_raw) > 12:
+            raise ApiError(400, "invalid_form", "This form is incomplete. Reload the page.")
+    except ApiError as exc:
+        return await _send_page(request, session, exc.status, exc.message, _values(form))
+    expected = int(expected_raw)
+    new = camp.NewCampaign(account_id=session.account_id, list_name=name,
+                           provider=checked["provider"], body=checked["body"],
+                           idempotency_key=key)
+    now = appliance.now_ms()
+
+    def unit(c: apsw.Connection) -> tuple[camp.Campaign, bool]:
+        made = c.execute("SELECT 1 FROM campaigns WHERE account_id = ? AND idempotency_key = ?",
+                         (new.account_id, key)).fetchone()
+        if made is None:
+            found = list_summary(c, new.account_id, name)
+            if found is None:
+                raise camp.NoSuchList(f"no list named {name!r}")
+            if found["contacts"] != expected:
+                raise ListChanged(int(found["contacts"]))
+        return camp.create_campaign(c, new, now)
+
+    try:
+        campaign, created = await appliance.store.writer.run(unit)
+    except ListChanged as exc:
+        summary = {"name": name, "contacts": exc.contacts}
+        return page(request, "confirm.html", session, status=409, title="Confirm the campaign",
+                    list=summary, body=checked["body"], provider=checked["provider"],
+                    send_key=key[len(KEY_PREFIX):], running_imports=0, changed_from=expected)
+    except camp.NoSuchList as exc:
+        return await _send_page(request, session, 422, str(exc), _values(form))
+    except camp.IdempotencyConflict:
+        return refusal(request, session, 409, "already_used",
+                       "This confirmation was already used for another campaign.")
+    if created:
+        appliance.scheduler.wake("campaigns")
+    return RedirectResponse(f"/campaigns/{campaign.id}", status_code=303)
+
+
+async def campaign_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    campaign_id: int = request.path_params["campaign_id"]
+    appliance = appliance_of(request)
+    account_id = session.account_id
+
+    def read(c: apsw.Connection) -> camp.Progress | None:
+        found = camp.get_campaign(c, campaign_id, account_id) if campaign_id <= MAX_ID else None
+        return None if found is None else camp.campaign_progress(c, found)
+
+    progress = await appliance.store.readers.run(read)
+    if progress is None:
+        return refusal(request, session, 404, "not_found", "There is no such campaign.")
+    data = campaign_json(progress)
+    pending = data["total"] - data["finalised"]
+    return page(request, "campaign.html", session, title=f"Campaign {campaign_id}",
+                campaign=data, pending=pending, states=_ordered_states(data["counts"]))
+
+
+STATE_ORDER = ("QUEUED", "SENDING", "RETRY", "SUBMITTED", "UNCERTAIN", "ACCEPTED", "ENROUTE",
+               "DELIVERED", "FAILED", "EXPIRED", "REJECTED", "UNKNOWN")
+
+
+def _ordered_states(counts: dict[str, int]) -> list[tuple[str, int]]:
+    known = [(s, counts[s]) for s in STATE_ORDER if s in counts]
+    return known + sorted((s, n) for s, n in counts.items() if s not in STATE_ORDER)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/send", console_page(send_form), methods=["GET"]),
+        Route("/send/message", console_page(send_message), methods=["POST"]),
+        Route("/send/campaign/confirm", console_page(confirm_campaign), methods=["POST"]),
+        Route("/send/campaign", console_page(create_campaign), methods=["POST"]),
+        Route("/campaigns/{campaign_id:int}", console_page(campaign_page), methods=["GET"]),
+    ]
