@@ -50,11 +50,19 @@ def test_classify_transport_error(exc: Exception, result: SubmitResult) -> None:
 @pytest.mark.parametrize(
     ("value", "seconds"),
     [
-        ("120", 120.0), (" 3 ", 3.0), ("1.5", 1.5), ("0", 0.0),
+        ("120", 120.0),
+        (" 3 ", 3.0),
+        ("1.5", 1.5),
+        ("0", 0.0),
         ("Tue, 14 Nov 2023 22:14:20 GMT", 60.0),
         ("Tuesday, 14-Nov-23 22:14:20 GMT", 60.0),
         ("Tue, 14 Nov 2023 22:00:00 GMT", 0.0),  # already past
-        ("-5", None), ("nan", None), ("inf", None), ("soon", None), ("", None), (None, None),
+        ("-5", None),
+        ("nan", None),
+        ("inf", None),
+        ("soon", None),
+        ("", None),
+        (None, None),
     ],
 )
 def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
@@ -65,16 +73,29 @@ def test_states_and_results() -> None:
     assert {"DELIVERED", "FAILED", "EXPIRED", "REJECTED"} == FINAL_STATES
     assert {"ACCEPTED", "ENROUTE"} == INTERMEDIATE_STATES
     assert [r.value for r in SubmitResult] == ["ACCEPTED", "RETRY", "REJECTED", "UNCERTAIN"]
-    rep = report(ref="", provider_msg_id="X", status="DELIVRD", state="DELIVERED",
-                 reported_at_ms=1, error_code="")
+    rep = report(
+        ref="",
+        provider_msg_id="X",
+        status="DELIVRD",
+        state="DELIVERED",
+        reported_at_ms=1,
+        error_code="",
+    )
     assert (rep.ref, rep.final, rep.error_code) == (None, True, None)
     with pytest.raises(ValueError):
         report(ref="r", provider_msg_id=None, status="x", state="UNKNOWN", reported_at_ms=0)
 
 
 FULL = ProviderSettings(
-    name="p", kind="simulator", base_url="https://p.example", api_key="k", api_secret="s",
-    signature_secret="ss", account_sid="AC1", auth_token="t", secret="sec",
+    name="p",
+    kind="simulator",
+    base_url="https://p.example",
+    api_key="k",
+    api_secret="s",
+    signature_secret="ss",
+    account_sid="AC1",
+    auth_token="t",
+    secret="sec",
 )
 
 
@@ -117,9 +138,15 @@ def test_numeric_options_accept_integers() -> None:
 @pytest.mark.parametrize(
     ("kind", "missing"),
     [
-        ("vonage", "base_url"), ("vonage", "api_key"), ("vonage", "api_secret"),
-        ("twilio", "account_sid"), ("twilio", "auth_token"), ("twilio", "sender"),
-        ("infobip", "api_key"), ("infobip", "secret"), ("infobip", "base_url"),
+        ("vonage", "base_url"),
+        ("vonage", "api_key"),
+        ("vonage", "api_secret"),
+        ("twilio", "account_sid"),
+        ("twilio", "auth_token"),
+        ("twilio", "sender"),
+        ("infobip", "api_key"),
+        ("infobip", "secret"),
+        ("infobip", "base_url"),
         ("http", "base_url"),
     ],
 )
@@ -137,8 +164,7 @@ def test_signed_vonage_needs_a_signature_secret_not_an_api_secret() -> None:
 
 
 def test_twilio_messaging_service_replaces_the_sender() -> None:
-    build_adapter(replace(FULL, kind="twilio", sender="",
-                          options={"messaging_service_sid": "MG1"}))
+    build_adapter(replace(FULL, kind="twilio", sender="", options={"messaging_service_sid": "MG1"}))
 
 
 def test_dedupes_on_ref_comes_from_settings() -> None:
@@ -149,12 +175,21 @@ def test_dedupes_on_ref_comes_from_settings() -> None:
 @pytest.mark.parametrize(
     ("code", "result"),
     [
-        (301, SubmitResult.RETRY), (307, SubmitResult.RETRY), (308, SubmitResult.RETRY),
-        (302, SubmitResult.UNCERTAIN), (303, SubmitResult.UNCERTAIN),
-        (408, SubmitResult.RETRY), (425, SubmitResult.RETRY), (429, SubmitResult.RETRY),
-        (400, SubmitResult.REJECTED), (404, SubmitResult.REJECTED),
-        (500, SubmitResult.RETRY), (502, SubmitResult.RETRY), (503, SubmitResult.RETRY),
-        (504, SubmitResult.UNCERTAIN), (599, SubmitResult.RETRY),
+        (301, SubmitResult.RETRY),
+        (307, SubmitResult.RETRY),
+        (308, SubmitResult.RETRY),
+        (302, SubmitResult.UNCERTAIN),
+        (303, SubmitResult.UNCERTAIN),
+        (408, SubmitResult.RETRY),
+        (425, SubmitResult.RETRY),
+        (429, SubmitResult.RETRY),
+        (400, SubmitResult.REJECTED),
+        (404, SubmitResult.REJECTED),
+        (500, SubmitResult.RETRY),
+        (502, SubmitResult.RETRY),
+        (503, SubmitResult.RETRY),
+        (504, SubmitResult.UNCERTAIN),
+        (599, SubmitResult.RETRY),
     ],
 )
 def test_http_status_classes_for_every_kind(code: int, result: SubmitResult) -> None:

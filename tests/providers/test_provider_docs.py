@@ -35,7 +35,10 @@ def test_vonage_submit_statuses_are_all_listed() -> None:
 
 
 def test_simulator_defaults_are_the_documented_ones() -> None:
-    for value in (simulator_kind.SIMULATOR_BASE_URL, simulator_kind.SIMULATOR_API_KEY,
-                  simulator_kind.SIMULATOR_API_SECRET,
-                  simulator_kind.SIMULATOR_SIGNATURE_SECRET):
+    for value in (
+        simulator_kind.SIMULATOR_BASE_URL,
+        simulator_kind.SIMULATOR_API_KEY,
+        simulator_kind.SIMULATOR_API_SECRET,
+        simulator_kind.SIMULATOR_SIGNATURE_SECRET,
+    ):
         assert f'"{value}"' in DOC, value

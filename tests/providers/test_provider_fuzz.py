@@ -31,38 +31,80 @@ from tests.providers.provider_test_support import fixed_clock
 ADAPTERS: list[ProviderAdapter] = [
     build_adapter(s, now_ms=fixed_clock())
     for s in (
-        ProviderSettings(name="v", kind="vonage", base_url="https://r.example", api_key="k",
-                         api_secret="s"),
-        ProviderSettings(name="vs", kind="vonage", base_url="https://r.example", api_key="k",
-                         api_secret="s", signature_secret="x", signature_method="sha512"),
+        ProviderSettings(
+            name="v", kind="vonage", base_url="https://r.example", api_key="k", api_secret="s"
+        ),
+        ProviderSettings(
+            name="vs",
+            kind="vonage",
+            base_url="https://r.example",
+            api_key="k",
+            api_secret="s",
+            signature_secret="x",
+            signature_method="sha512",
+        ),
         ProviderSettings(name="sim", kind="simulator"),
-        ProviderSettings(name="tw", kind="twilio", base_url="https://t.example",
-                         account_sid="AC1", auth_token="t"),
-        ProviderSettings(name="ib", kind="infobip", base_url="https://i.example", api_key="k",
-                         secret="s"),
+        ProviderSettings(
+            name="tw",
+            kind="twilio",
+            base_url="https://t.example",
+            account_sid="AC1",
+            auth_token="t",
+        ),
+        ProviderSettings(
+            name="ib", kind="infobip", base_url="https://i.example", api_key="k", secret="s"
+        ),
         ProviderSettings(name="gw", kind="http", base_url="https://g.example", secret="s"),
     )
 ]
 STATES = FINAL_STATES | INTERMEDIATE_STATES
-FUZZ = settings(max_examples=200, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-content_types = st.sampled_from([
-    "", "application/json", "application/x-www-form-urlencoded", "text/plain",
-    "application/json; charset=utf-8", "multipart/form-data; boundary=x", "application/vnd+json",
-])
+content_types = st.sampled_from(
+    [
+        "",
+        "application/json",
+        "application/x-www-form-urlencoded",
+        "text/plain",
+        "application/json; charset=utf-8",
+        "multipart/form-data; boundary=x",
+        "application/vnd+json",
+    ]
+)
 methods = st.sampled_from(["GET", "POST", "PUT", "get", "post"])
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
     max_leaves=30,
 )
-field_names = st.sampled_from([
-    "status", "messageId", "client-ref", "message-timestamp", "scts", "err-code", "api-key",
-    "sig", "timestamp", "nonce", "text", "MessageStatus", "MessageSid", "SmsStatus",
-    "ErrorCode", "results", "callbackData", "doneAt", "ref", "id", "reported_at",
-    "groupName", "name", "error",
-]) | st.text(max_size=8)
+field_names = st.sampled_from(
+    [
+        "status",
+        "messageId",
+        "client-ref",
+        "message-timestamp",
+        "scts",
+        "err-code",
+        "api-key",
+        "sig",
+        "timestamp",
+        "nonce",
+        "text",
+        "MessageStatus",
+        "MessageSid",
+        "SmsStatus",
+        "ErrorCode",
+        "results",
+        "callbackData",
+        "doneAt",
+        "ref",
+        "id",
+        "reported_at",
+        "groupName",
+        "name",
+        "error",
+    ]
+) | st.text(max_size=8)
 
 
 # The adapters turn any failure into their own two exceptions; a bug (rather than bad
@@ -95,8 +137,9 @@ def request(method: str, ctype: str, query: str, body: bytes) -> CallbackRequest
 
 
 @FUZZ
-@given(method=methods, ctype=content_types, query=st.text(max_size=60),
-       body=st.binary(max_size=300))
+@given(
+    method=methods, ctype=content_types, query=st.text(max_size=60), body=st.binary(max_size=300)
+)
 def test_random_bytes(method: str, ctype: str, query: str, body: bytes) -> None:
     for adapter in ADAPTERS:
         check(adapter, request(method, ctype, query, body))
@@ -112,8 +155,11 @@ def test_random_json(value: Any, ctype: str) -> None:
 
 
 @FUZZ
-@given(fields=st.dictionaries(field_names, st.text(max_size=20) | json_values, max_size=8),
-       ctype=content_types, as_query=st.booleans())
+@given(
+    fields=st.dictionaries(field_names, st.text(max_size=20) | json_values, max_size=8),
+    ctype=content_types,
+    as_query=st.booleans(),
+)
 def test_random_fields(fields: dict[str, Any], ctype: str, as_query: bool) -> None:
     text_fields = {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
     form = urlencode(text_fields)
@@ -126,9 +172,11 @@ def test_random_fields(fields: dict[str, Any], ctype: str, as_query: bool) -> No
 
 
 @FUZZ
-@given(code=st.integers(min_value=100, max_value=599), body=st.binary(max_size=200) |
-       json_values.map(lambda v: json.dumps(v).encode()),
-       retry_after=st.none() | st.text(max_size=40))
+@given(
+    code=st.integers(min_value=100, max_value=599),
+    body=st.binary(max_size=200) | json_values.map(lambda v: json.dumps(v).encode()),
+    retry_after=st.none() | st.text(max_size=40),
+)
 def test_interpret_response_always_gives_an_outcome(
     code: int, body: bytes, retry_after: str | None
 ) -> None:

@@ -57,10 +57,21 @@ def result(**changes: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "bulkId": "BULK-ID-123-xyz",
         "price": {"pricePerMessage": 0.01, "currency": "EUR"},
-        "status": {"id": 5, "groupId": 3, "groupName": "DELIVERED",
-                   "name": "DELIVERED_TO_HANDSET", "description": "Message delivered to handset"},
-        "error": {"id": 0, "name": "NO_ERROR", "description": "No Error", "groupId": 0,
-                  "groupName": "OK", "permanent": False},
+        "status": {
+            "id": 5,
+            "groupId": 3,
+            "groupName": "DELIVERED",
+            "name": "DELIVERED_TO_HANDSET",
+            "description": "Message delivered to handset",
+        },
+        "error": {
+            "id": 0,
+            "name": "NO_ERROR",
+            "description": "No Error",
+            "groupId": 0,
+            "groupName": "OK",
+            "permanent": False,
+        },
         "messageId": "01HF3Z9K2M8Q4R6T7V",
         "doneAt": "2019-11-09T16:00:00.000+0000",
         "smsCount": 1,
@@ -105,8 +116,9 @@ def test_build_request_is_the_documented_advanced_send() -> None:
 
 
 def test_options_change_the_request() -> None:
-    a = adapter(options={"secret_in_notify_url": False, "intermediate_reports": True},
-                secret="a b&c")
+    a = adapter(
+        options={"secret_in_notify_url": False, "intermediate_reports": True}, secret="a b&c"
+    )
     msg = json.loads(a.build_request(message(callback_url=CB)).content)["messages"][0]
     assert msg["notifyUrl"] == CB
     assert msg["intermediateReport"] is True
@@ -118,20 +130,30 @@ def test_options_change_the_request() -> None:
 # -- interpret_response ----------------------------------------------------------------
 
 
-def answer(code: int, body: object = None, *, raw: bytes | None = None,
-           headers: dict[str, str] | None = None) -> httpx.Response:
+def answer(
+    code: int,
+    body: object = None,
+    *,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
     content = raw if raw is not None else json.dumps(body).encode()
     return httpx.Response(code, content=content, headers=headers)
 
 
 def sent(group: str, name: str) -> dict[str, Any]:
-    return {"bulkId": "2034072219640523072", "messages": [
-        {"to": "905321234567", "status": status(group, name), "messageId": "01HF3Z9K2M8Q4R6T7V"}]}
+    return {
+        "bulkId": "2034072219640523072",
+        "messages": [
+            {"to": "905321234567", "status": status(group, name), "messageId": "01HF3Z9K2M8Q4R6T7V"}
+        ],
+    }
 
 
-@pytest.mark.parametrize(("group", "name"), [("PENDING", "PENDING_ACCEPTED"),
-                                              ("PENDING", "PENDING_ENROUTE"),
-                                              ("ACCEPTED", "ACCEPTED")])
+@pytest.mark.parametrize(
+    ("group", "name"),
+    [("PENDING", "PENDING_ACCEPTED"), ("PENDING", "PENDING_ENROUTE"), ("ACCEPTED", "ACCEPTED")],
+)
 def test_taken_messages_are_accepted(group: str, name: str) -> None:
     out = adapter().interpret_response(answer(200, sent(group, name)))
     assert (out.result, out.provider_msg_id) == (SubmitResult.ACCEPTED, "01HF3Z9K2M8Q4R6T7V")
@@ -142,34 +164,50 @@ def test_rejections() -> None:
     assert out.result is SubmitResult.REJECTED
     assert out.error == "infobip REJECTED REJECTED_DESTINATION"
     credits = adapter().interpret_response(
-        answer(200, sent("REJECTED", "REJECTED_NOT_ENOUGH_CREDITS")))
+        answer(200, sent("REJECTED", "REJECTED_NOT_ENOUGH_CREDITS"))
+    )
     assert credits.result is SubmitResult.RETRY
-    bad = {"requestError": {"serviceException": {"messageId": "BAD_REQUEST",
-                                                 "text": "Bad request"}}}
+    bad = {
+        "requestError": {"serviceException": {"messageId": "BAD_REQUEST", "text": "Bad request"}}
+    }
     out = adapter().interpret_response(answer(400, bad))
     assert out.result is SubmitResult.REJECTED
     assert out.error is not None and "BAD_REQUEST Bad request" in out.error
-    unauthorized = {"requestError": {"serviceException": {"messageId": "UNAUTHORIZED",
-                                                          "text": "Invalid login details"}}}
-    assert adapter().interpret_response(answer(401, unauthorized)).result is (
-        SubmitResult.REJECTED)
+    unauthorized = {
+        "requestError": {
+            "serviceException": {"messageId": "UNAUTHORIZED", "text": "Invalid login details"}
+        }
+    }
+    assert adapter().interpret_response(answer(401, unauthorized)).result is (SubmitResult.REJECTED)
 
 
 def test_throttling_and_server_errors() -> None:
-    too_many = {"requestError": {"serviceException": {"messageId": "TOO_MANY_REQUESTS",
-                                                      "text": "Too many requests"}}}
+    too_many = {
+        "requestError": {
+            "serviceException": {"messageId": "TOO_MANY_REQUESTS", "text": "Too many requests"}
+        }
+    }
     out = adapter().interpret_response(answer(429, too_many, headers={"Retry-After": "10"}))
     assert (out.result, out.retry_after_s) == (SubmitResult.RETRY, 10.0)
     out = adapter().interpret_response(
-        answer(429, too_many, headers={"Retry-After": "Tue, 14 Nov 2023 22:13:25 GMT"}))
+        answer(429, too_many, headers={"Retry-After": "Tue, 14 Nov 2023 22:13:25 GMT"})
+    )
     assert (out.result, out.retry_after_s) == (SubmitResult.RETRY, 5.0)
     assert adapter().interpret_response(answer(500, raw=b"")).result is SubmitResult.RETRY
 
 
-@pytest.mark.parametrize("raw", [b"", b"OK", b"{}", b'{"messages": []}',
-                                 b'{"messages": [{"status": "PENDING"}]}',
-                                 b'{"messages": [{"status": {"groupName": 1}}]}',
-                                 b'{"messages": [{"status": {"groupName": "WHAT"}}]}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"OK",
+        b"{}",
+        b'{"messages": []}',
+        b'{"messages": [{"status": "PENDING"}]}',
+        b'{"messages": [{"status": {"groupName": 1}}]}',
+        b'{"messages": [{"status": {"groupName": "WHAT"}}]}',
+    ],
+)
 def test_unreadable_2xx_is_uncertain(raw: bytes) -> None:
     assert adapter().interpret_response(answer(200, raw=raw)).result is SubmitResult.UNCERTAIN
 
@@ -244,13 +282,22 @@ def test_operator_delivery_can_be_made_final() -> None:
 
 def test_batched_results_keep_their_order() -> None:
     batch = [
-        result(messageId=f"REF{i}", callbackData=f"REF{i}",
-               doneAt=f"2019-11-09T16:00:0{i}.000+0000")
+        result(
+            messageId=f"REF{i}", callbackData=f"REF{i}", doneAt=f"2019-11-09T16:00:0{i}.000+0000"
+        )
         for i in range(5)
     ]
-    batch[3] = {**batch[3], "status": status("UNDELIVERABLE", "UNDELIVERABLE_NOT_DELIVERED"),
-                "error": {"id": 1, "name": "EC_UNKNOWN_SUBSCRIBER", "groupId": 1,
-                          "groupName": "HANDSET_ERRORS", "permanent": True}}
+    batch[3] = {
+        **batch[3],
+        "status": status("UNDELIVERABLE", "UNDELIVERABLE_NOT_DELIVERED"),
+        "error": {
+            "id": 1,
+            "name": "EC_UNKNOWN_SUBSCRIBER",
+            "groupId": 1,
+            "groupName": "HANDSET_ERRORS",
+            "permanent": True,
+        },
+    }
     reps = adapter().parse_reports(reports_request(*batch))
     assert [r.ref for r in reps] == [f"REF{i}" for i in range(5)]
     assert [r.reported_at_ms for r in reps] == [DONE_AT_MS + i * 1000 for i in range(5)]
@@ -318,19 +365,46 @@ def test_callback_response_and_flags() -> None:
 
 def fake_infobip(got: Received) -> Response:
     if got.headers.get("authorization") != "App 003026bbc133714df1834b8638bb496e-8f4b3d9a":
-        return JSONResponse({"requestError": {"serviceException": {
-            "messageId": "UNAUTHORIZED", "text": "Invalid login details"}}}, 401)
+        return JSONResponse(
+            {
+                "requestError": {
+                    "serviceException": {
+                        "messageId": "UNAUTHORIZED",
+                        "text": "Invalid login details",
+                    }
+                }
+            },
+            401,
+        )
     if got.path != "/sms/2/text/advanced":
         return Response(status_code=404)
     msg = json.loads(got.body)["messages"][0]
     dest = msg["destinations"][0]
     if dest["to"] == "900000000000":
-        return JSONResponse({"bulkId": "B1", "messages": [{
-            "to": dest["to"], "messageId": dest["messageId"],
-            "status": status("REJECTED", "REJECTED_DESTINATION", 5, 51)}]})
-    return JSONResponse({"bulkId": "B1", "messages": [{
-        "to": dest["to"], "messageId": dest["messageId"],
-        "status": status("PENDING", "PENDING_ACCEPTED", 1, 26)}]})
+        return JSONResponse(
+            {
+                "bulkId": "B1",
+                "messages": [
+                    {
+                        "to": dest["to"],
+                        "messageId": dest["messageId"],
+                        "status": status("REJECTED", "REJECTED_DESTINATION", 5, 51),
+                    }
+                ],
+            }
+        )
+    return JSONResponse(
+        {
+            "bulkId": "B1",
+            "messages": [
+                {
+                    "to": dest["to"],
+                    "messageId": dest["messageId"],
+                    "status": status("PENDING", "PENDING_ACCEPTED", 1, 26),
+                }
+            ],
+        }
+    )
 
 
 def test_against_a_local_fake_sms_api() -> None:
@@ -343,9 +417,11 @@ def test_against_a_local_fake_sms_api() -> None:
         assert send(wrong, message()).result is SubmitResult.REJECTED
     sent_msg = json.loads(fake.received[0].body)["messages"][0]
     # The fake reports back the way Infobip does: POST to notifyUrl, results[] batch.
-    req = callback(sent_msg["notifyUrl"],
-                   body=json.dumps({"results": [result(callbackData=sent_msg["callbackData"])]})
-                   .encode(), headers=JSON)
+    req = callback(
+        sent_msg["notifyUrl"],
+        body=json.dumps({"results": [result(callbackData=sent_msg["callbackData"])]}).encode(),
+        headers=JSON,
+    )
     a.verify(req)
     [rep] = a.parse_reports(req)
     assert (rep.ref, rep.state, rep.final) == ("01HF3Z9K2M8Q4R6T7V", "DELIVERED", True)

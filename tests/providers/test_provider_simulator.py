@@ -30,9 +30,15 @@ def adapter(**changes: object) -> SimulatorAdapter:
 
 
 def receipt(secret: str = SIMULATOR_SIGNATURE_SECRET, ts: int = NOW_MS // 1000) -> str:
-    params = {"messageId": "SIM-1", "status": "delivered", "client-ref": "R1",
-              "message-timestamp": "2023-11-14 22:13:20", "api-key": SIMULATOR_API_KEY,
-              "timestamp": str(ts), "nonce": "n-1"}
+    params = {
+        "messageId": "SIM-1",
+        "status": "delivered",
+        "client-ref": "R1",
+        "message-timestamp": "2023-11-14 22:13:20",
+        "api-key": SIMULATOR_API_KEY,
+        "timestamp": str(ts),
+        "nonce": "n-1",
+    }
     params["sig"] = vonage_signature(params, secret, "sha256")
     return f"{CB}?{urlencode(params)}"
 
@@ -69,8 +75,13 @@ def test_skew_check_is_off_by_default_and_can_be_turned_on() -> None:
 
 
 def test_configured_values_win() -> None:
-    a = adapter(base_url="http://10.0.0.5:9999", signature_secret="mine",
-                signature_method="md5hash", api_key="k", api_secret="s")
+    a = adapter(
+        base_url="http://10.0.0.5:9999",
+        signature_secret="mine",
+        signature_method="md5hash",
+        api_key="k",
+        api_secret="s",
+    )
     assert str(a.build_request(message()).url) == "http://10.0.0.5:9999/sms/json"
     params = {"messageId": "SIM-1", "status": "failed", "timestamp": str(NOW_MS // 1000)}
     params["sig"] = vonage_signature(params, "mine", "md5hash")

@@ -64,11 +64,13 @@ def reference_signature(url: str, params: dict[str, str], token: str) -> str:
     return base64.b64encode(digest).decode()
 
 
-def status_callback(params: dict[str, str], url: str = f"{CB}?ref=01HF3Z9K2M8Q4R6T7V",
-                    token: str = TOKEN) -> CallbackRequest:
+def status_callback(
+    params: dict[str, str], url: str = f"{CB}?ref=01HF3Z9K2M8Q4R6T7V", token: str = TOKEN
+) -> CallbackRequest:
     sig = reference_signature(url, params, token)
-    return callback(url, body=urlencode(params).encode(),
-                    headers={**FORM, "X-Twilio-Signature": sig})
+    return callback(
+        url, body=urlencode(params).encode(), headers={**FORM, "X-Twilio-Signature": sig}
+    )
 
 
 def fields(**changes: str) -> dict[str, str]:
@@ -116,18 +118,29 @@ def test_status_callback_keeps_an_existing_query_and_messaging_service() -> None
 # -- interpret_response ----------------------------------------------------------------
 
 
-def answer(status: int, body: object = None, *, raw: bytes | None = None,
-           headers: dict[str, str] | None = None) -> httpx.Response:
+def answer(
+    status: int,
+    body: object = None,
+    *,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
     content = raw if raw is not None else json.dumps(body).encode()
     return httpx.Response(status, content=content, headers=headers)
 
 
 def test_created_message_is_accepted_with_its_sid() -> None:
-    body = {"sid": "SM1f0e8ae6ade43cb3c0ce4525424e404f", "status": "queued",
-            "to": "+905321234567", "error_code": None}
+    body = {
+        "sid": "SM1f0e8ae6ade43cb3c0ce4525424e404f",
+        "status": "queued",
+        "to": "+905321234567",
+        "error_code": None,
+    }
     out = adapter().interpret_response(answer(201, body))
     assert (out.result, out.provider_msg_id) == (
-        SubmitResult.ACCEPTED, "SM1f0e8ae6ade43cb3c0ce4525424e404f")
+        SubmitResult.ACCEPTED,
+        "SM1f0e8ae6ade43cb3c0ce4525424e404f",
+    )
 
 
 def test_rate_limits_are_retried() -> None:
@@ -143,8 +156,12 @@ def test_rate_limits_are_retried() -> None:
 
 @pytest.mark.parametrize("code", [21211, 21610, 21614, 21408, 21612])
 def test_permanent_errors_are_rejected_with_the_code(code: int) -> None:
-    body = {"code": code, "message": "The 'To' number is not valid.", "status": 400,
-            "more_info": f"https://www.twilio.com/docs/errors/{code}"}
+    body = {
+        "code": code,
+        "message": "The 'To' number is not valid.",
+        "status": 400,
+        "more_info": f"https://www.twilio.com/docs/errors/{code}",
+    }
     out = adapter().interpret_response(answer(400, body))
     assert out.result is SubmitResult.REJECTED
     assert out.error is not None and f"code {code}" in out.error
@@ -157,8 +174,9 @@ def test_other_http_statuses() -> None:
     assert a.interpret_response(answer(504, raw=b"")).result is SubmitResult.UNCERTAIN
 
 
-@pytest.mark.parametrize("raw", [b"", b"<Response/>", b"{}", b'{"sid": ""}', b'{"sid": 7}',
-                                 b"[]", b'{"sid": "SM1"'])
+@pytest.mark.parametrize(
+    "raw", [b"", b"<Response/>", b"{}", b'{"sid": ""}', b'{"sid": 7}', b"[]", b'{"sid": "SM1"']
+)
 def test_unreadable_2xx_is_uncertain(raw: bytes) -> None:
     assert adapter().interpret_response(answer(201, raw=raw)).result is SubmitResult.UNCERTAIN
 
@@ -178,15 +196,24 @@ DOC_URL = "https://mycompany.com/myapp.php?foo=1&bar=2"
     ],
 )
 def test_published_signature_vectors(caller: str, signature: str) -> None:
-    params = {"CallSid": "CA1234567890ABCDE", "Caller": caller, "Digits": "1234",
-              "From": caller, "To": "+18005551212"}
+    params = {
+        "CallSid": "CA1234567890ABCDE",
+        "Caller": caller,
+        "Digits": "1234",
+        "From": caller,
+        "To": "+18005551212",
+    }
     assert reference_signature(DOC_URL, params, "12345") == signature
     a = adapter(auth_token="12345")
-    ok = callback(DOC_URL, body=urlencode(params).encode(),
-                  headers={**FORM, "X-Twilio-Signature": signature})
+    ok = callback(
+        DOC_URL, body=urlencode(params).encode(), headers={**FORM, "X-Twilio-Signature": signature}
+    )
     a.verify(ok)
-    tampered = callback(DOC_URL, body=urlencode({**params, "Digits": "1235"}).encode(),
-                        headers={**FORM, "X-Twilio-Signature": signature})
+    tampered = callback(
+        DOC_URL,
+        body=urlencode({**params, "Digits": "1235"}).encode(),
+        headers={**FORM, "X-Twilio-Signature": signature},
+    )
     with pytest.raises(AuthError):
         a.verify(tampered)
 
@@ -223,17 +250,26 @@ def test_default_port_is_tolerated_both_ways() -> None:
     a = adapter()
     signed_without = "https://sms.example.org/callbacks/tw?ref=R"
     sig = reference_signature(signed_without, fields(), TOKEN)
-    seen_with = callback("https://sms.example.org:443/callbacks/tw?ref=R",
-                         body=urlencode(fields()).encode(),
-                         headers={**FORM, "X-Twilio-Signature": sig})
+    seen_with = callback(
+        "https://sms.example.org:443/callbacks/tw?ref=R",
+        body=urlencode(fields()).encode(),
+        headers={**FORM, "X-Twilio-Signature": sig},
+    )
     a.verify(seen_with)
     signed_with = "https://sms.example.org:443/callbacks/tw?ref=R"
     sig2 = reference_signature(signed_with, fields(), TOKEN)
-    a.verify(callback(signed_without, body=urlencode(fields()).encode(),
-                      headers={**FORM, "X-Twilio-Signature": sig2}))
-    other_port = callback("https://sms.example.org:8443/callbacks/tw?ref=R",
-                          body=urlencode(fields()).encode(),
-                          headers={**FORM, "X-Twilio-Signature": sig})
+    a.verify(
+        callback(
+            signed_without,
+            body=urlencode(fields()).encode(),
+            headers={**FORM, "X-Twilio-Signature": sig2},
+        )
+    )
+    other_port = callback(
+        "https://sms.example.org:8443/callbacks/tw?ref=R",
+        body=urlencode(fields()).encode(),
+        headers={**FORM, "X-Twilio-Signature": sig},
+    )
     with pytest.raises(AuthError):
         a.verify(other_port)
 
@@ -277,15 +313,19 @@ def test_every_status_word(word: str, state: str, final: bool) -> None:
 
 
 def test_error_code_and_raw_dlr_done_date() -> None:
-    req = status_callback(fields(MessageStatus="undelivered", ErrorCode="30003",
-                                 RawDlrDoneDate="2311142213"))
+    req = status_callback(
+        fields(MessageStatus="undelivered", ErrorCode="30003", RawDlrDoneDate="2311142213")
+    )
     [rep] = adapter().parse_reports(req)
     assert (rep.state, rep.error_code, rep.reported_at_ms) == ("FAILED", "30003", 0)
 
 
 def test_old_style_and_get_callbacks() -> None:
-    old = {k: v for k, v in fields(SmsStatus="sent").items() if k not in ("MessageStatus",
-                                                                         "MessageSid")}
+    old = {
+        k: v
+        for k, v in fields(SmsStatus="sent").items()
+        if k not in ("MessageStatus", "MessageSid")
+    }
     [rep] = adapter().parse_reports(status_callback(old))
     assert (rep.status, rep.provider_msg_id) == ("sent", "SM1f0e8ae6ade43cb3c0ce4525424e404f")
     url = f"{CB}?ref=R1&{urlencode(fields())}"
@@ -296,8 +336,12 @@ def test_old_style_and_get_callbacks() -> None:
 def test_callbacks_without_a_report() -> None:
     a = adapter()
     assert a.parse_reports(callback(CB)) == []
-    inbound = {"MessageSid": "SM9", "SmsStatus": "received", "Body": "STOP",
-               "From": "+905321234567"}
+    inbound = {
+        "MessageSid": "SM9",
+        "SmsStatus": "received",
+        "Body": "STOP",
+        "From": "+905321234567",
+    }
     assert a.parse_reports(status_callback(inbound)) == []
 
 
@@ -331,13 +375,25 @@ def fake_twilio(got: Received) -> Response:
         return JSONResponse({"code": 20003, "message": "Authenticate", "status": 401}, 401)
     form = dict(parse_qsl(got.body.decode()))
     if form.get("To") == "+10000000000":
-        return JSONResponse({"code": 21211, "message": "Invalid 'To' Phone Number",
-                             "status": 400}, 400)
+        return JSONResponse(
+            {"code": 21211, "message": "Invalid 'To' Phone Number", "status": 400}, 400
+        )
     if form.get("To") == "+19999999999":
-        return JSONResponse({"code": 20429, "message": "Too Many Requests", "status": 429},
-                            429, headers={"Retry-After": "2"})
-    return JSONResponse({"sid": "SMaaaabbbbccccddddeeeeffff00001111", "status": "queued",
-                         "to": form["To"], "from": form["From"], "body": form["Body"]}, 201)
+        return JSONResponse(
+            {"code": 20429, "message": "Too Many Requests", "status": 429},
+            429,
+            headers={"Retry-After": "2"},
+        )
+    return JSONResponse(
+        {
+            "sid": "SMaaaabbbbccccddddeeeeffff00001111",
+            "status": "queued",
+            "to": form["To"],
+            "from": form["From"],
+            "body": form["Body"],
+        },
+        201,
+    )
 
 
 def test_against_a_local_fake_messages_api() -> None:
@@ -355,9 +411,14 @@ def test_against_a_local_fake_messages_api() -> None:
     assert got.path == f"/2010-04-01/Accounts/{SID}/Messages.json"
     status_cb = dict(parse_qsl(got.body.decode()))["StatusCallback"]
     # The fake now calls back as Twilio does: signed over that exact URL.
-    req = status_callback(fields(MessageSid="SMaaaabbbbccccddddeeeeffff00001111",
-                                 MessageStatus="delivered"), url=status_cb)
+    req = status_callback(
+        fields(MessageSid="SMaaaabbbbccccddddeeeeffff00001111", MessageStatus="delivered"),
+        url=status_cb,
+    )
     a.verify(req)
     [rep] = a.parse_reports(req)
     assert (rep.ref, rep.provider_msg_id, rep.final) == (
-        "01HF3Z9K2M8Q4R6T7V", "SMaaaabbbbccccddddeeeeffff00001111", True)
+        "01HF3Z9K2M8Q4R6T7V",
+        "SMaaaabbbbccccddddeeeeffff00001111",
+        True,
+    )

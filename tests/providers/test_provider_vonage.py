@@ -123,8 +123,9 @@ def test_non_gsm_body_is_sent_as_unicode() -> None:
 
 
 def test_signed_request_carries_sig_instead_of_api_secret() -> None:
-    a = adapter(signature_secret="sigsecret", signature_method="sha256",
-                options={"sign_requests": True})
+    a = adapter(
+        signature_secret="sigsecret", signature_method="sha256", options={"sign_requests": True}
+    )
     fields = dict(parse_qsl(a.build_request(message()).content.decode()))
     assert "api_secret" not in fields
     assert fields["timestamp"] == str(NOW_MS // 1000)
@@ -143,8 +144,12 @@ def test_gsm7_alphabet() -> None:
 # -- interpret_response ----------------------------------------------------------------
 
 
-def answer(status: int = 200, body: object = None, headers: dict[str, str] | None = None,
-           raw: bytes | None = None) -> httpx.Response:
+def answer(
+    status: int = 200,
+    body: object = None,
+    headers: dict[str, str] | None = None,
+    raw: bytes | None = None,
+) -> httpx.Response:
     content = raw if raw is not None else json.dumps(body).encode()
     return httpx.Response(status, content=content, headers=headers)
 
@@ -218,8 +223,17 @@ def test_http_errors() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [b"<html>gateway</html>", b"", b"{}", b'{"messages": []}', b'{"messages": [{}]}',
-     b'{"messages": "0"}', b"[1,2]", b'{"messages": [{"status": null}]}', b"\xff\xfe"],
+    [
+        b"<html>gateway</html>",
+        b"",
+        b"{}",
+        b'{"messages": []}',
+        b'{"messages": [{}]}',
+        b'{"messages": "0"}',
+        b"[1,2]",
+        b'{"messages": [{"status": null}]}',
+        b"\xff\xfe",
+    ],
 )
 def test_unreadable_2xx_is_uncertain(raw: bytes) -> None:
     out = adapter().interpret_response(answer(200, raw=raw))
@@ -237,28 +251,44 @@ def get(params: dict[str, str]) -> CallbackRequest:
     ("method", "secret", "params", "sig"),
     [
         # nexmo-python / nexmo-ruby / vonage-python test suites: MD5 hash.
-        ("md5hash", "secret", {"a": "1", "b": "2", "timestamp": "1461605396"},
-         "6af838ef94998832dbfc29020b564830"),
+        (
+            "md5hash",
+            "secret",
+            {"a": "1", "b": "2", "timestamp": "1461605396"},
+            "6af838ef94998832dbfc29020b564830",
+        ),
         # vonage-python-sdk http_client tests: HMAC-SHA256 and HMAC-MD5.
-        ("sha256", "signature_secret",
-         {"param1": "value1", "param2": "value2", "timestamp": "1234567890"},
-         "280c4320703dbc98bfa22db676655ed2acfbfe8792b062ff7622e67f1183c287"),
-        ("md5", "signature_secret",
-         {"param1": "value1", "param2": "value2", "timestamp": "1234567890"},
-         "724c2bf6ca423c36e20631b11d1c5753"),
-        ("md5", "signature_secret",
-         {"param1": "value&1", "param2": "value=2", "timestamp": "1234567890"},
-         "2bbf0abafb2c55e5af6231513896a2ac"),
-        ("md5", "signature_secret", {"param": "value", "timestamp": "1234567890"},
-         "655a4d0b7f064dff438defc52b012cf5"),
+        (
+            "sha256",
+            "signature_secret",
+            {"param1": "value1", "param2": "value2", "timestamp": "1234567890"},
+            "280c4320703dbc98bfa22db676655ed2acfbfe8792b062ff7622e67f1183c287",
+        ),
+        (
+            "md5",
+            "signature_secret",
+            {"param1": "value1", "param2": "value2", "timestamp": "1234567890"},
+            "724c2bf6ca423c36e20631b11d1c5753",
+        ),
+        (
+            "md5",
+            "signature_secret",
+            {"param1": "value&1", "param2": "value=2", "timestamp": "1234567890"},
+            "2bbf0abafb2c55e5af6231513896a2ac",
+        ),
+        (
+            "md5",
+            "signature_secret",
+            {"param": "value", "timestamp": "1234567890"},
+            "655a4d0b7f064dff438defc52b012cf5",
+        ),
     ],
 )
 def test_published_signature_vectors(
     method: str, secret: str, params: dict[str, str], sig: str
 ) -> None:
     assert reference_sig(params, secret, method) == sig
-    a = adapter(int(params["timestamp"]) * 1000, signature_secret=secret,
-                signature_method=method)
+    a = adapter(int(params["timestamp"]) * 1000, signature_secret=secret, signature_method=method)
     a.verify(get({**params, "sig": sig}))
     a.verify(get({**params, "sig": sig.upper()}))  # HMAC variants arrive upper-case
     with pytest.raises(AuthError):
@@ -313,8 +343,7 @@ def test_old_or_missing_timestamp_is_refused() -> None:
     no_ts["sig"] = reference_sig(no_ts, "k", "sha256")
     with pytest.raises(AuthError):
         a.verify(get(no_ts))
-    relaxed = adapter(signature_secret="k", signature_method="sha256",
-                      options={"max_skew_s": 0})
+    relaxed = adapter(signature_secret="k", signature_method="sha256", options={"max_skew_s": 0})
     relaxed.verify(get(no_ts))
     relaxed.verify(get(signed(dlr(), "k", "sha256", ts=1)))
 
@@ -336,11 +365,17 @@ def test_unreadable_or_ambiguous_parameters_are_refused() -> None:
     with pytest.raises(AuthError):
         a.verify(callback(f"{CB_URL}?{dup}", method="GET"))
     with pytest.raises(AuthError):
-        a.verify(callback(CB_URL, body=b"\xff\xfe=\x00",
-                          headers={"content-type": "application/x-www-form-urlencoded"}))
+        a.verify(
+            callback(
+                CB_URL,
+                body=b"\xff\xfe=\x00",
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+        )
     with pytest.raises(AuthError):
-        a.verify(callback(CB_URL, body=b'{"a": {"b": 1}}',
-                          headers={"content-type": "application/json"}))
+        a.verify(
+            callback(CB_URL, body=b'{"a": {"b": 1}}', headers={"content-type": "application/json"})
+        )
 
 
 # -- parse_reports ----------------------------------------------------------------------
@@ -391,8 +426,7 @@ def test_report_time_sources() -> None:
     assert a.parse_reports(get(odd))[0].reported_at_ms == 1_699_999_980_000
     neither = {k: v for k, v in dlr(scts="not-a-time").items() if k != "message-timestamp"}
     assert a.parse_reports(get(neither))[0].reported_at_ms == 0
-    seconds_scts = {k: v for k, v in dlr(scts="231114221320").items()
-                    if k != "message-timestamp"}
+    seconds_scts = {k: v for k, v in dlr(scts="231114221320").items() if k != "message-timestamp"}
     assert a.parse_reports(get(seconds_scts))[0].reported_at_ms == NOW_MS
 
 
@@ -408,8 +442,14 @@ def test_extra_fields_are_ignored_and_missing_ref_is_allowed() -> None:
 def test_callbacks_without_a_report() -> None:
     a = adapter()
     assert a.parse_reports(get({})) == []
-    inbound = {"msisdn": "905321234567", "to": "ACME", "messageId": "X", "text": "hi",
-               "type": "text", "message-timestamp": "2023-11-14 22:13:20"}
+    inbound = {
+        "msisdn": "905321234567",
+        "to": "ACME",
+        "messageId": "X",
+        "text": "hi",
+        "type": "text",
+        "message-timestamp": "2023-11-14 22:13:20",
+    }
     assert a.parse_reports(get(inbound)) == []
 
 
@@ -451,15 +491,31 @@ def fake_vonage(got: Received) -> Response:
     if got.path != "/sms/json" or got.method != "POST":
         return Response(status_code=404)
     if (fields.get("api_key"), fields.get("api_secret")) != ("abcd1234", "s3cr3t"):
-        return JSONResponse({"message-count": "1", "messages": [
-            {"status": "4", "error-text": "Bad Credentials"}]})
+        return JSONResponse(
+            {"message-count": "1", "messages": [{"status": "4", "error-text": "Bad Credentials"}]}
+        )
     if fields.get("client-ref") == "THROTTLE-ME":
-        return JSONResponse({"message-count": "1", "messages": [
-            {"status": "1", "error-text": "Throughput Rate Exceeded"}]})
-    return JSONResponse({"message-count": "1", "messages": [{
-        "to": fields["to"], "message-id": "0A0000001234ABCD", "status": "0",
-        "remaining-balance": "3.14159265", "message-price": "0.03330000",
-        "network": "28601"}]})
+        return JSONResponse(
+            {
+                "message-count": "1",
+                "messages": [{"status": "1", "error-text": "Throughput Rate Exceeded"}],
+            }
+        )
+    return JSONResponse(
+        {
+            "message-count": "1",
+            "messages": [
+                {
+                    "to": fields["to"],
+                    "message-id": "0A0000001234ABCD",
+                    "status": "0",
+                    "remaining-balance": "3.14159265",
+                    "message-price": "0.03330000",
+                    "network": "28601",
+                }
+            ],
+        }
+    )
 
 
 def test_against_a_local_fake_sms_api() -> None:
@@ -487,8 +543,11 @@ def test_against_a_local_fake_signed_receipt_round_trip() -> None:
         assert send(a, message()).result is SubmitResult.ACCEPTED
     fields = dict(parse_qsl(fake.received[0].body.decode()))
     receipt = signed(dlr(**{"client-ref": fields["client-ref"]}), "whsec", "sha512")
-    req = callback(fields["callback"], body=json.dumps(receipt).encode(),
-                   headers={"content-type": "application/json"})
+    req = callback(
+        fields["callback"],
+        body=json.dumps(receipt).encode(),
+        headers={"content-type": "application/json"},
+    )
     a.verify(req)
     [rep] = a.parse_reports(req)
     assert (rep.ref, rep.state, rep.final) == ("01HF3Z9K2M8Q4R6T7V", "DELIVERED", True)
