@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -18,6 +19,12 @@ from tests.reports.support import http_provider_config
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def scalar(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> Any:
+    row = conn.execute(sql, args).fetchone()
+    assert row is not None
+    return row[0]
 
 
 def open_ro(path: Path) -> apsw.Connection:
@@ -61,17 +68,16 @@ def test_backup_under_imports_and_a_report_flood_holds_every_committed_row(
         assert [r[0] for r in copy.execute("PRAGMA integrity_check")] == ["ok"]
         refs = {str(r[0]) for r in copy.execute("SELECT ref FROM report_inbox")}
         assert acked_before <= refs, f"{len(acked_before - refs)} acknowledged reports missing"
-        assert copy.execute("SELECT count(*) FROM contacts").fetchone()[0] >= contacts_before
+        assert scalar(copy, "SELECT count(*) FROM contacts") >= contacts_before
         progress = dict(copy.execute("SELECT id, processed FROM import_jobs"))
         for job_id, processed in jobs_before:
             assert progress[job_id] >= processed
         # A job's position and its rows are one transaction: the copy is consistent.
         for job_id, inserted in copy.execute("SELECT id, inserted FROM import_jobs"):
-            rows = copy.execute("SELECT count(*) FROM contacts WHERE job_id = ?",
-                                (job_id,)).fetchone()[0]
+            rows = scalar(copy, "SELECT count(*) FROM contacts WHERE job_id = ?", (job_id,))
             assert rows == inserted
-        assert copy.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
-        counts = {t: copy.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+        assert scalar(copy, "PRAGMA journal_mode") == "delete"
+        counts = {t: scalar(copy, f'SELECT count(*) FROM "{t}"')
                   for t in ("contacts", "report_inbox", "import_jobs")}
     finally:
         copy.close()
@@ -118,7 +124,7 @@ def test_restore_round_trip_brings_back_exactly_the_backup(tmp_path: Path,
     assert "restored" in out.stdout
     aside = list(data_dir.glob("appliance.db.pre-restore-*"))
     assert len(aside) == 1, "the previous database is kept aside"
-    assert open_ro(aside[0]).execute("SELECT count(*) FROM contacts").fetchone()[0] == 3
+    assert scalar(open_ro(aside[0]), "SELECT count(*) FROM contacts") == 3
     assert not (data_dir / "restore.pending").exists()
 
     srv.restart()
