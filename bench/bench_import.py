@@ -1,0 +1,209 @@
+"""Import benchmarks: accept latency, end-to-end rate, peak memory.
+
+Each figure is printed beside a baseline measured in the same run:
+- accept latency of a 100k-line (~3 MB) paste vs a bare Starlette endpoint that
+  only reads the body and answers 202 (same uvicorn settings);
+- end-to-end import rate (accept to DONE) vs raw ``phonenumbers.parse`` +
+  ``is_valid_number`` on the same lines, and vs raw apsw ``executemany`` inserts of
+  the same rows into a table with the same unique index (synchronous=FULL);
+- peak RSS (VmHWM) of the server process during the 1M-line import.
+
+Run: ``.venv/bin/python bench/bench_import.py [--runs 20] [--big 1000000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import apsw
+import httpx
+import phonenumbers
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.harness import Server, create_account, free_port, wait_for  # noqa: E402
+from tests.imports.corpus import make_corpus  # noqa: E402
+
+BARE_APP = """
+import sys, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+async def accept(request):
+    body = await request.body()
+    return JSONResponse({"bytes": len(body)}, status_code=202)
+
+app = Starlette(routes=[Route("/import", accept, methods=["POST"])])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), loop="uvloop", http="httptools",
+            log_level="warning", access_log=False)
+"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[idx]
+
+
+def time_posts(client: httpx.Client, url: str, payload: bytes, runs: int,
+               headers_for: object) -> list[float]:
+    out = []
+    for i in range(runs):
+        headers = {"Content-Type": "text/plain", **headers_for(i)}  # type: ignore[operator]
+        t = time.perf_counter()
+        resp = client.post(url, content=payload, headers=headers)
+        out.append((time.perf_counter() - t) * 1000)
+        assert resp.status_code == 202, resp.text
+    return out
+
+
+def bare_accept(payload: bytes, runs: int) -> list[float]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", BARE_APP, str(port)])
+    try:
+        url = f"http://127.0.0.1:{port}/import"
+
+        def up() -> bool:
+            try:
+                return httpx.post(url, content=b"x").status_code == 202
+            except httpx.HTTPError:
+                return False
+
+        wait_for(up, 20, message="bare starlette")
+        with httpx.Client(timeout=60) as c:
+            return time_posts(c, url, payload, runs, lambda i: {})
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def appliance_accept(server: Server, key: str, payload: bytes, runs: int) -> list[float]:
+    with server.client(key) as c:
+        times = []
+        for i in range(runs):
+            t = time.perf_counter()
+            resp = c.post("/api/contacts/import?list=bench-accept", content=payload,
+                          headers={"Content-Type": "text/plain", "Idempotency-Key": f"acc-{i}"})
+            times.append((time.perf_counter() - t) * 1000)
+            assert resp.status_code == 202, resp.text
+            c.post(f"/api/jobs/{resp.json()['jobId']}/cancel")  # keep the worker out of it
+        return times
+
+
+def import_rate(server: Server, key: str, text: str, list_name: str) -> tuple[float, float]:
+    """(rows/s accept-to-DONE, seconds)."""
+    with server.client(key) as c:
+        t = time.perf_counter()
+        resp = c.post(f"/api/contacts/import?list={list_name}", content=text.encode(),
+                      headers={"Content-Type": "text/plain"})
+        assert resp.status_code == 202, resp.text
+        job_id = resp.json()["jobId"]
+
+        def done() -> dict[str, object] | None:
+            job: dict[str, object] = c.get(f"/api/jobs/{job_id}").json()
+            return job if job["state"] == "DONE" else None
+
+        job = wait_for(done, 900, interval=0.05, message="import to finish")
+        seconds = time.perf_counter() - t
+        return int(job["total"]) / seconds, seconds  # type: ignore[call-overload]
+
+
+def raw_parse_rate(lines: list[str]) -> float:
+    t = time.perf_counter()
+    for line in lines:
+        cell = line.split(",")[0].split(";")[0].split("\t")[0].strip('"')
+        try:
+            phonenumbers.is_valid_number(phonenumbers.parse(cell, "TR"))
+        except phonenumbers.NumberParseException:
+            pass
+    return len(lines) / (time.perf_counter() - t)
+
+
+def raw_insert_rate(rows: int, tmp: Path) -> float:
+    conn = apsw.Connection(str(tmp / "raw.db"))
+    conn.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE contacts (id INTEGER PRIMARY KEY, list_id INTEGER NOT NULL,"
+                 " msisdn TEXT NOT NULL, name TEXT, job_id INTEGER, created_at INTEGER NOT NULL,"
+                 " UNIQUE (list_id, msisdn))")
+    data = [(1, f"+90532{i:07d}", None, 1, 0) for i in range(rows)]
+    t = time.perf_counter()
+    for start in range(0, rows, 2000):
+        with conn:
+            conn.executemany("INSERT INTO contacts (list_id, msisdn, name, job_id, created_at)"
+                             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (list_id, msisdn) DO NOTHING",
+                             data[start:start + 2000])
+    rate = rows / (time.perf_counter() - t)
+    conn.close()
+    return rate
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--big", type=int, default=1_000_000)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    corpus_100k = make_corpus(100_000, seed=42)
+    payload = corpus_100k.text().encode()
+    results: dict[str, object] = {"payload_bytes": len(payload)}
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        data_dir = tmp / "data"
+        data_dir.mkdir()
+        server = Server(data_dir).start()
+        try:
+            key = create_account(data_dir)
+            ours = appliance_accept(server, key, payload, args.runs)
+            bare = bare_accept(payload, args.runs)
+            results["accept_ms"] = {"median": statistics.median(ours), "p99": percentile(ours, .99)}
+            results["bare_accept_ms"] = {"median": statistics.median(bare),
+                                         "p99": percentile(bare, .99)}
+            rate_100k, _ = import_rate(server, key, corpus_100k.text(), "bench-100k")
+            results["import_100k_rows_s"] = rate_100k
+            big = make_corpus(args.big, seed=43, header=False)
+            rate_big, secs_big = import_rate(server, key, big.text(), "bench-big")
+            results["import_big_rows_s"] = rate_big
+            results["import_big_seconds"] = secs_big
+            assert server.proc is not None
+            results["server_peak_rss_mb"] = peak_rss_mb(server.proc.pid)
+        finally:
+            server.stop()
+        results["raw_parse_rows_s"] = raw_parse_rate(corpus_100k.lines)
+        results["raw_insert_rows_s"] = raw_insert_rate(100_000, tmp)
+
+    if args.json:
+        print(json.dumps(results))
+        return
+    a, b = results["accept_ms"], results["bare_accept_ms"]
+    print(f"payload: {len(payload) / 1e6:.1f} MB, 100,000 lines")
+    print(f"accept latency  median {a['median']:.1f} ms  p99 {a['p99']:.1f} ms"  # type: ignore[index]
+          f"   bare starlette median {b['median']:.1f} ms  p99 {b['p99']:.1f} ms"  # type: ignore[index]
+          f"   ratio {a['median'] / b['median']:.2f}")  # type: ignore[index]
+    parse = float(results["raw_parse_rows_s"])  # type: ignore[arg-type]
+    insert = float(results["raw_insert_rows_s"])  # type: ignore[arg-type]
+    for label, k in (("100k", "import_100k_rows_s"), (f"{args.big:,}", "import_big_rows_s")):
+        r = float(results[k])  # type: ignore[arg-type]
+        print(f"import {label}: {r:,.0f} rows/s   raw parse {parse:,.0f}/s (ratio {r / parse:.2f})"
+              f"   raw apsw insert {insert:,.0f}/s (ratio {r / insert:.2f})")
+    print(f"server peak RSS during the imports: {results['server_peak_rss_mb']:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
