@@ -19,7 +19,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 def data_dir_option(fn: Any) -> Any:
     fn = click.option("--config", "config_file", type=click.Path(dir_okay=False),
                       help="TOML config file (env APPLIANCE_CONFIG).")(fn)
-    return click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+    return click.option("--data-dir", type=click.Path(), default=None,
                         help="Data directory (default ./data, env APPLIANCE_DATA_DIR).")(fn)
 
 
