@@ -1,0 +1,143 @@
+"""SIGTERM, one server per data dir, and configuration errors at start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.harness import Server, appliance_cmd, create_account, run_cli, wait_for
+from tests.ops.load import ReportFlood, numbers, read_db
+from tests.reports.support import http_provider_config
+
+
+@pytest.mark.slow
+def test_sigterm_during_an_import_exits_0_and_the_restart_finishes_it(data_dir: Path) -> None:
+    srv = Server(data_dir, env={"APPLIANCE_IMPORT_CHUNK_LINES": "500"}).start()
+    key = create_account(data_dir)
+    total = 60_000
+    try:
+        with srv.client(key) as api:
+            job = int(api.post("/api/contacts/import", json={
+                "list": "big", "text": numbers(0, total)}).json()["jobId"])
+            seen = wait_for(lambda: (lambda p: p if 0 < p < total // 2 else None)(
+                int(api.get(f"/api/jobs/{job}").json()["processed"])), 60, interval=0.005,
+                message="the import under way")
+        started = time.monotonic()
+        assert srv.terminate(timeout=30) == 0
+        assert time.monotonic() - started < 20  # shutdown_timeout_s
+        assert "stopped cleanly" in srv.log()
+        processed, state = read_db(data_dir, "SELECT processed, state FROM import_jobs")[0]
+        assert seen <= processed < total and state == "RUNNING"
+        # Position and rows were committed together: nothing half-written.
+        assert read_db(data_dir, "SELECT count(*) FROM contacts")[0][0] == processed
+        srv.restart()
+        with srv.client(key) as api:
+            done = wait_for(lambda: (lambda j: j if j["state"] == "DONE" else None)(
+                api.get(f"/api/jobs/{job}").json()), 120, message="the import to finish")
+    finally:
+        srv.stop()
+    assert done["processed"] == done["total"] == total == done["inserted"]
+    assert read_db(data_dir, "SELECT count(*), count(DISTINCT msisdn) FROM contacts")[0] == (
+        total, total)
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_report_flood_loses_no_acknowledged_report(
+        tmp_path: Path, data_dir: Path) -> None:
+    config = http_provider_config(tmp_path / "appliance.toml")
+    srv = Server(data_dir, config=config).start()
+    flood = ReportFlood(srv, threads=6).start()
+    try:
+        wait_for(lambda: flood.count() > 500, 30, message="the flood to build up")
+        assert srv.terminate(timeout=30) == 0
+    finally:
+        flood.stop()
+    acked = {ref for _, ref in flood.acked}
+    stored = {str(r[0]) for r in read_db(data_dir, "SELECT ref FROM report_inbox")}
+    assert acked <= stored, f"{len(acked - stored)} acknowledged reports lost"
+    assert "stopped cleanly" in srv.log()
+    srv.restart()
+    try:
+        assert srv.client().get("/readyz").status_code == 200
+        flood2 = ReportFlood(srv, threads=2).start()
+        wait_for(lambda: flood2.count() > 20, 30, message="reports after the restart")
+        flood2.stop()
+    finally:
+        srv.stop()
+
+
+def test_a_second_server_on_the_same_data_dir_refuses(server: Server) -> None:
+    second = subprocess.run(
+        appliance_cmd("serve", "--data-dir", str(server.data_dir), "--port", "0"),
+        capture_output=True, text=True, timeout=30)
+    lines = second.stderr.strip().splitlines()
+    assert second.returncode == 1
+    assert len(lines) == 1 and "is in use by a running appliance" in lines[0], second.stderr
+    assert str(server.data_dir) in lines[0]
+    assert server.client().get("/healthz").status_code == 200
+
+
+CONFIG_ERRORS = [
+    ('port = "eighty"\n', "port: expected int, got 'eighty'"),
+    ("colour = 1\n", "colour: unknown setting"),
+    ("[backup]\nkeep = -1\n", "[backup] keep: must not be negative"),
+    ("[import]\nmax_rows = 1.5\n", "[import] max_rows: expected int"),
+    ("log_level = 'loud'\n", "log_level: 'loud' is not one of"),
+    ("[providers.x]\nbase_url = 'http://h'\n", "[providers.x] kind: missing"),
+    ("[providers.x]\nkind = 'carrier-pigeon'\n", "kind: 'carrier-pigeon' is not one of"),
+    ("this is = = not toml\n", "not valid TOML"),
+    ("[alerts\n", "not valid TOML"),
+    ("[sending]\ndefault_provider = 'nope'\n", "default_provider: no provider named 'nope'"),
+]
+
+
+@pytest.mark.parametrize(("text", "phrase"), CONFIG_ERRORS)
+def test_a_bad_config_is_one_clear_line_and_exit_2(tmp_path: Path, text: str,
+                                                   phrase: str) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    for command in (["serve"], ["config", "check"]):
+        out = run_cli(*command, "--config", str(config), "--data-dir", str(tmp_path / "d"),
+                      check=False, timeout=30)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2, (command, out.stderr)
+        assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+        assert lines[0].startswith("Error: config: ") and phrase in lines[0], lines[0]
+        assert not (tmp_path / "d").exists(), "nothing is created before the config is valid"
+
+
+def test_environment_and_data_dir_errors_are_one_line_too(tmp_path: Path) -> None:
+    afile = tmp_path / "a-file"
+    afile.write_text("")
+    cases = [
+        ({"APPLIANCE_PORT": "x"}, ["serve"], "port: expected int"),
+        ({"APPLIANCE_NO_SUCH": "1"}, ["serve"], "environment APPLIANCE_NO_SUCH: unknown"),
+        ({}, ["serve", "--data-dir", str(afile)], "exists and is not a directory"),
+        ({}, ["serve", "--data-dir", str(afile / "sub")], "is not writable"),
+        ({}, ["serve", "--config", str(tmp_path / "missing.toml")], "not found"),
+    ]
+    for env, args, phrase in cases:
+        if "--data-dir" not in args:
+            args = [*args, "--data-dir", str(tmp_path / "d")]
+        out = run_cli(*args, env=env, check=False, timeout=30)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2, (args, out.stderr)
+        assert len(lines) == 1 and phrase in lines[0], out.stderr
+
+
+def test_config_check_prints_the_effective_config_with_secrets_masked(tmp_path: Path) -> None:
+    config = tmp_path / "appliance.toml"
+    config.write_text('port = 9000\n[providers.main]\nkind = "vonage"\n'
+                      'api_key = "key-123456"\napi_secret = "very-secret-value"\n')
+    out = run_cli("config", "check", "--config", str(config), "--data-dir", str(tmp_path),
+                  env={"APPLIANCE_PORT": "9050", "APPLIANCE_BACKUP_KEEP": "3"})
+    assert "very-secret-value" not in out.stdout and "key-123456" not in out.stdout
+    shown = json.loads(out.stdout)
+    assert shown["port"] == 9050  # environment beats the file
+    assert shown["backup"]["keep"] == 3
+    assert shown["providers"]["main"]["api_secret"] == "***"
+    assert shown["data_dir"] == str(tmp_path)
