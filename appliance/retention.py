@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import apsw
 
@@ -24,7 +25,7 @@ LOOP = "retention"
 class Rule:
     name: str
     # (connection, cutoff_ms, batch) -> rows removed
-    prune: Callable[[apsw.Connection, int, int], int]
+    prune: Callable[..., int]
     age_days: Callable[[Settings], float]
 
 
@@ -71,8 +72,8 @@ class Retention:
         more = False
         for rule in RULES:
             cutoff = self.appliance.now_ms() - int(rule.age_days(self.appliance.settings) * DAY_MS)
-            n = await self.appliance.store.writer.run(
-                lambda c, rule=rule, cutoff=cutoff: rule.prune(c, cutoff, self.batch))
+            n = await self.appliance.store.writer.run(partial(rule.prune, cutoff=cutoff,
+                                                              batch=self.batch))
             self.removed[rule.name] = self.removed.get(rule.name, 0) + n
             more = more or n >= self.batch
         return 0.05 if more else None

@@ -14,6 +14,7 @@ Run: ``.venv/bin/python bench/bench_import.py [--runs 20] [--big 1000000]``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -121,10 +122,8 @@ def raw_parse_rate(lines: list[str]) -> float:
     t = time.perf_counter()
     for line in lines:
         cell = line.split(",")[0].split(";")[0].split("\t")[0].strip('"')
-        try:
+        with contextlib.suppress(phonenumbers.NumberParseException):
             phonenumbers.is_valid_number(phonenumbers.parse(cell, "TR"))
-        except phonenumbers.NumberParseException:
-            pass
     return len(lines) / (time.perf_counter() - t)
 
 

@@ -36,11 +36,11 @@ def too_large(limit: int) -> Refused:
 def check_list_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise Refused(422, "invalid_list", "give the list name ('list')")
-    name = name.strip()
-    if len(name) > MAX_LIST_NAME or any(ord(ch) < 32 for ch in name):
+    cleaned = name.strip()
+    if len(cleaned) > MAX_LIST_NAME or any(ord(ch) < 32 for ch in cleaned):
         raise Refused(422, "invalid_list",
                       f"list names are 1 to {MAX_LIST_NAME} printable characters")
-    return name
+    return cleaned
 
 
 def check_region(region: Any, default: str) -> str:

@@ -22,6 +22,7 @@ from appliance.imports.import_job import (
     create_job,
     default_idempotency_key,
     get_job,
+    payload_sha256,
 )
 from appliance.imports.worker import ImportWorker
 
@@ -51,8 +52,9 @@ def run_import(settings: Settings, data: bytes, list_name: str, region: str | No
 
         def queue(conn: object) -> ImportJob:
             account = ensure_account(conn, account_name, appliance.now_ms())  # type: ignore[arg-type]
-            new = NewJob(account.id, name, region_code,
-                         default_idempotency_key(account.id, data), data, "text/plain", total)
+            digest = payload_sha256(data)
+            new = NewJob(account.id, name, region_code, default_idempotency_key(account.id, digest),
+                         data, "text/plain", total, digest)
             job, _ = create_job(conn, new, appliance.now_ms())  # type: ignore[arg-type]
             return job
 
@@ -69,7 +71,7 @@ def run_import(settings: Settings, data: bytes, list_name: str, region: str | No
                     await worker.step()
                 else:
                     await asyncio.sleep(0.2)
-                fresh = await store.readers.run(lambda c: get_job(c, job.id))
+                fresh = await store.readers.run(lambda c, job_id=job.id: get_job(c, job_id))
                 assert fresh is not None
                 job = fresh
                 now = time.monotonic()

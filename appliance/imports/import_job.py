@@ -76,6 +76,11 @@ class NewJob:
     payload: bytes
     content_type: str
     total: int
+    payload_sha256: str = ""  # computed from payload when not given
+
+    def __post_init__(self) -> None:
+        if not self.payload_sha256:
+            object.__setattr__(self, "payload_sha256", payload_sha256(self.payload))
 
 
 @dataclass(frozen=True)
@@ -108,10 +113,13 @@ def payload_sha256(payload: bytes) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
-def default_idempotency_key(account_id: int, payload: bytes) -> str:
-    h = hashlib.sha256(f"{account_id}:".encode())
-    h.update(payload)
-    return "sha256:" + h.hexdigest()
+def default_idempotency_key(account_id: int, payload: bytes | str) -> str:
+    """The key of a submission without ``Idempotency-Key``: account + payload hash.
+
+    ``payload`` is the raw bytes or their sha256 hex digest (already computed).
+    """
+    digest = payload_sha256(payload) if isinstance(payload, bytes) else payload
+    return "sha256:" + hashlib.sha256(f"{account_id}:{digest}".encode()).hexdigest()
 
 
 def ensure_list(conn: apsw.Connection, account_id: int, name: str, now_ms: int) -> int:
@@ -133,7 +141,7 @@ def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJ
     The same key with the same payload, list and region returns the existing job; the
     same key with anything else raises :class:`IdempotencyConflict`.
     """
-    digest = payload_sha256(new.payload)
+    digest = new.payload_sha256
     found = conn.execute(
         "SELECT j.id, j.payload_sha256, l.name, j.region FROM import_jobs j"
         " JOIN lists l ON l.id = j.list_id WHERE j.account_id = ? AND j.idempotency_key = ?",
@@ -235,7 +243,8 @@ def apply_chunk(conn: apsw.Connection, chunk: Chunk, now_ms: int) -> ImportJob:
     done = chunk.to_processed >= job.total
     conn.execute(
         "UPDATE import_jobs SET processed = ?, text_offset = ?, inserted = inserted + ?,"
-        " duplicates_in_paste = duplicates_in_paste + ?, duplicates_in_list = duplicates_in_list + ?,"
+        " duplicates_in_paste = duplicates_in_paste + ?,"
+        " duplicates_in_list = duplicates_in_list + ?,"
         " rejected = rejected + ?, blank = blank + ?, header_skipped = header_skipped + ?,"
         " state = ?, started_at = COALESCE(started_at, ?), finished_at = ?, updated_at = ?"
         " WHERE id = ? AND processed = ? AND state IN ('DRAFT', 'RUNNING')",
@@ -285,15 +294,13 @@ def list_summary(conn: apsw.Connection, account_id: int, name: str) -> dict[str,
     ).fetchone()
     if row is None:
         return None
-    return {"id": int(row[0]), "name": str(row[1]), "created_at": int(row[2]),
-            "contacts": int(row[3])}
+    return {"id": row[0], "name": row[1], "created_at": row[2], "contacts": row[3]}
 
 
 def list_lists(conn: apsw.Connection, account_id: int) -> list[dict[str, Any]]:
-    rows = conn.execute(
+    rows: list[Any] = conn.execute(
         "SELECT l.id, l.name, l.created_at, (SELECT count(*) FROM contacts c"
         " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? ORDER BY l.name",
         (account_id,),
     ).fetchall()
-    return [{"id": int(r[0]), "name": str(r[1]), "created_at": int(r[2]),
-             "contacts": int(r[3])} for r in rows]
+    return [{"id": r[0], "name": r[1], "created_at": r[2], "contacts": r[3]} for r in rows]

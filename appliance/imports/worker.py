@@ -82,7 +82,8 @@ class ImportWorker:
         try:
             text = await anyio.to_thread.run_sync(self._text, job)
         except PayloadEncodingError as exc:
-            await store.writer.run(lambda c: fail_job(c, job.id, str(exc), self.appliance.now_ms()))
+            error = str(exc)
+            await store.writer.run(lambda c: fail_job(c, job.id, error, self.appliance.now_ms()))
             return 0
         if text is None:
             await store.writer.run(lambda c: fail_job(

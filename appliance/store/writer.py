@@ -11,6 +11,7 @@ shared by everything that arrived together: group commit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -182,10 +183,8 @@ class Writer:
         except apsw.Error as exc:
             log.error("commit failed: %s", exc)
             self.stats.failed_commits += 1
-            try:
+            with contextlib.suppress(apsw.Error):
                 conn.execute("ROLLBACK")
-            except apsw.Error:
-                pass
             self._fail_all(batch, exc)
             return
         elapsed = time.perf_counter() - started
@@ -206,6 +205,7 @@ class Writer:
         with self._lock:
             self._pending -= len(batch)
         for item in batch:
-            if not item.future.done():
-                if item.future.running() or item.future.set_running_or_notify_cancel():
-                    item.future.set_exception(exc)
+            if not item.future.done() and (
+                item.future.running() or item.future.set_running_or_notify_cancel()
+            ):
+                item.future.set_exception(exc)

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,19 @@ def test_row_and_byte_limits_refuse_with_numbers_and_store_nothing(data_dir: Pat
         srv.stop()
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, httpx.Client]]:
+    """One server for the many malformed-body cases (each leaves nothing behind)."""
+    data_dir = tmp_path_factory.mktemp("shared") / "data"
+    data_dir.mkdir()
+    srv = Server(data_dir).start()
+    try:
+        with srv.client(create_account(data_dir)) as api:
+            yield srv, api
+    finally:
+        srv.stop()
+
+
 @pytest.mark.parametrize(
     ("content_type", "body", "status", "error"),
     [
@@ -170,8 +184,10 @@ def test_row_and_byte_limits_refuse_with_numbers_and_store_nothing(data_dir: Pat
         ("multipart/form-data", b"--zzz\r\nbroken", 400, "invalid_multipart"),
     ],
 )
-def test_malformed_bodies_get_clear_errors(server: Server, api: httpx.Client, content_type: str,
-                                           body: bytes, status: int, error: str) -> None:
+def test_malformed_bodies_get_clear_errors(shared: tuple[Server, httpx.Client],
+                                           content_type: str, body: bytes, status: int,
+                                           error: str) -> None:
+    server, api = shared
     headers = {"Content-Type": content_type} if content_type else {}
     url = "/api/contacts/import" + ("?list=x" if content_type.startswith("text/") else "")
     resp = api.post(url, content=body, headers=headers)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -14,13 +16,19 @@ from appliance.store.writer import WriterClosed
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
+def store(tmp_path: Path) -> Iterator[Store]:
     s = Store.open(str(tmp_path / "a.db"), read_connections=2)
-    yield s  # type: ignore[misc]
+    yield s
     s.close()
 
 
-def insert_state(key: str):  # type: ignore[no-untyped-def]
+def one(conn: apsw.Connection, sql: str) -> Any:
+    row = conn.execute(sql).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def insert_state(key: str) -> Callable[[apsw.Connection], int]:
     def unit(conn: apsw.Connection) -> int:
         conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES (?, 'v', 0)",
                      (key,))
@@ -29,7 +37,7 @@ def insert_state(key: str):  # type: ignore[no-untyped-def]
 
 
 def count_state(conn: apsw.Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM appliance_state").fetchone()[0])
+    return int(one(conn, "SELECT count(*) FROM appliance_state"))
 
 
 def test_units_arriving_together_share_one_commit(store: Store) -> None:
@@ -98,7 +106,7 @@ def test_migrate_creates_schema_and_refuses_a_newer_file(tmp_path: Path) -> None
     assert migrate(path) == SCHEMA_VERSION
     assert migrate(path) == SCHEMA_VERSION  # idempotent
     conn = open_connection(path)
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert one(conn, "PRAGMA journal_mode") == "wal"
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
     conn.close()
     with pytest.raises(SchemaTooNew, match="newer appliance"):
@@ -108,7 +116,7 @@ def test_migrate_creates_schema_and_refuses_a_newer_file(tmp_path: Path) -> None
 def test_synchronous_setting_reaches_the_connection(tmp_path: Path) -> None:
     full = open_connection(str(tmp_path / "d.db"), synchronous="FULL")
     normal = open_connection(str(tmp_path / "d.db"), synchronous="NORMAL")
-    assert full.execute("PRAGMA synchronous").fetchone()[0] == 2
-    assert normal.execute("PRAGMA synchronous").fetchone()[0] == 1
+    assert one(full, "PRAGMA synchronous") == 2
+    assert one(normal, "PRAGMA synchronous") == 1
     full.close()
     normal.close()
