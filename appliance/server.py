@@ -14,6 +14,7 @@ resumes whatever was under way (every unit of work records its position).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import signal
@@ -83,7 +84,9 @@ class ApplianceServer(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.signalled_at is None:
             self.signalled_at = time.monotonic()
-            log.info("stopping", extra={"signal": signal.Signals(sig).name})
+            # A fresh context: the signal may land while a request's task runs.
+            contextvars.Context().run(
+                log.info, "stopping", extra={"signal": signal.Signals(sig).name})
             threading.Thread(target=self._watchdog, name="shutdown-watchdog",
                              daemon=True).start()
         super().handle_exit(sig, frame)
