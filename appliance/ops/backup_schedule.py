@@ -76,13 +76,16 @@ class ScheduledBackups:
         except (BackupFailed, OSError) as exc:
             log.error("scheduled backup failed: %s", exc, extra={"path": str(dest)})
             record_failure(settings.data_dir, now, str(exc))
-            return min(RETRY_S, MAX_SLEEP_S)
+            return self._next_wait()
         self.taken += 1
         record_success(settings.data_dir, now, dest, int(result.manifest["bytes"]),
                        result.seconds)
         for gone in prune_backups(directory, settings.backup.keep):
             log.info("old backup removed", extra={"path": str(gone)})
-        return MAX_SLEEP_S
+        return self._next_wait()
+
+    def _next_wait(self) -> float:
+        return min(max(self.due_in_s(self.appliance.now_ms()), 0.05), MAX_SLEEP_S)
 
 
 def install(appliance: Appliance) -> None:
