@@ -1,0 +1,306 @@
+"""The console over plain HTTP against a real server: sessions, CSRF, escaping,
+account isolation, and the import form's answers (no browser needed)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.harness import Server, create_account, run_cli, wait_for
+from tests.web.console_support import (
+    PASSWORD,
+    create_user,
+    csrf_of,
+    import_form,
+    page_token,
+    sign_in,
+)
+
+PAGES = ["/", "/import", "/lists", "/jobs/1", "/jobs/1.json", "/jobs/1/rejects.csv", "/send",
+         "/campaigns/1", "/dashboard", "/messages?q=x", "/logout"]
+MAX_ROWS = 500
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
+    data_dir = tmp_path_factory.mktemp("console") / "data"
+    data_dir.mkdir()
+    key = create_account(data_dir, "default")
+    create_user(data_dir, "alice", "default")
+    create_user(data_dir, "bob", "other")
+    srv = Server(data_dir, env={"APPLIANCE_IMPORT_MAX_ROWS": str(MAX_ROWS)}).start()
+    try:
+        yield srv, key
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def server(console: tuple[Server, str]) -> Server:
+    return console[0]
+
+
+def db_rows(server: Server, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(f"file:{server.data_dir / 'appliance.db'}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def wait_job(client: httpx.Client, job_id: int) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        job: dict[str, Any] = client.get(f"/jobs/{job_id}.json",
+                                         headers={"Accept": "application/json"}).json()
+        return job if job["finished"] else None
+
+    return wait_for(done, 60, interval=0.05, message=f"job {job_id} to finish")
+
+
+def submit(client: httpx.Client, text: str, list_name: str, **headers: str) -> httpx.Response:
+    data, files = import_form(page_token(client), text, list_name)
+    return client.post("/import", data=data, files=files, headers=headers)
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_a_page_without_a_session_redirects_to_sign_in(server: Server, path: str) -> None:
+    with server.client() as anonymous:
+        answer = anonymous.get(path)
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/login?next=/")
+
+
+def test_the_poll_endpoint_without_a_session_answers_401_json(server: Server) -> None:
+    with server.client() as anonymous:
+        answer = anonymous.get("/jobs/1.json", headers={"Accept": "application/json"})
+    assert answer.status_code == 401
+    assert answer.json()["login"] == "/login"
+
+
+def test_sign_in_sets_a_hardened_cookie_and_stores_only_its_hash(server: Server) -> None:
+    with server.client() as client:
+        form = client.get("/login")
+        answer = client.post("/login", data={"csrf_token": csrf_of(form.text),
+                                             "username": "alice", "password": PASSWORD})
+        assert answer.status_code == 303
+        cookie = next(v for k, v in answer.headers.multi_items()
+                      if k == "set-cookie" and v.startswith("appliance_session="))
+        token = cookie.split(";")[0].split("=", 1)[1]
+    flags = cookie.lower()
+    assert "httponly" in flags and "samesite=lax" in flags
+    assert "secure" not in flags  # plain http on 127.0.0.1
+    stored = [r[0] for r in db_rows(server, "SELECT token_hash FROM sessions")]
+    assert hashlib.sha256(token.encode()).hexdigest() in stored
+    assert token not in stored
+    hashes = db_rows(server, "SELECT password_hash FROM users WHERE name = 'alice'")
+    assert hashes[0][0].startswith("scrypt$") and PASSWORD not in hashes[0][0]
+
+
+def test_wrong_password_and_unknown_user_get_the_same_answer(server: Server) -> None:
+    answers = []
+    for name, password in (("alice", "not the password"), ("nobody", PASSWORD)):
+        with server.client() as client:
+            form = client.get("/login")
+            answers.append(client.post("/login", data={
+                "csrf_token": csrf_of(form.text), "username": name, "password": password}))
+    assert [a.status_code for a in answers] == [401, 401]
+    assert all("Wrong user name or password." in a.text for a in answers)
+    assert all("appliance_session=" not in a.headers.get("set-cookie", "") for a in answers)
+
+
+def test_the_sign_in_form_without_its_token_is_refused(server: Server) -> None:
+    with server.client() as client:
+        answer = client.post("/login", data={"username": "alice", "password": PASSWORD})
+    assert answer.status_code == 403
+    assert "appliance_session=" not in answer.headers.get("set-cookie", "")
+
+
+def test_sign_in_never_redirects_to_another_site(server: Server) -> None:
+    for target in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+        with server.client() as client:
+            form = client.get("/login")
+            answer = client.post("/login", data={"csrf_token": csrf_of(form.text),
+                                                 "username": "alice", "password": PASSWORD,
+                                                 "next": target})
+        assert answer.status_code == 303
+        assert answer.headers["location"] == "/"
+
+
+def test_a_form_post_without_the_csrf_token_is_refused(server: Server) -> None:
+    with sign_in(server) as client:
+        data, files = import_form("", "+905321112233\n", "csrf-list")
+        del data["csrf_token"]
+        refused = client.post("/import", data=data, files=files)
+        assert refused.status_code == 403
+        forged = client.post("/import", data={**data, "csrf_token": "x" * 43}, files=files)
+        assert forged.status_code == 403
+        sent = client.post("/send/message", data={"to": "+905321112233", "body": "hi",
+                                                  "send_key": "k" * 20})
+        assert sent.status_code == 403
+        out = client.post("/logout")
+        assert out.status_code == 403
+        assert client.get("/import").status_code == 200  # still signed in
+    assert db_rows(server, "SELECT count(*) FROM lists WHERE name = 'csrf-list'") == [(0,)]
+    assert db_rows(server, "SELECT count(*) FROM messages") == [(0,)]
+
+
+def test_another_sessions_csrf_token_is_refused(server: Server) -> None:
+    with sign_in(server) as first, sign_in(server) as second:
+        foreign = page_token(first)
+        data, files = import_form(foreign, "+905321112234\n", "foreign-token")
+        assert second.post("/import", data=data, files=files).status_code == 403
+
+
+def test_sign_out_ends_the_session_even_for_a_copied_cookie(server: Server) -> None:
+    with sign_in(server) as client:
+        cookie = client.cookies["appliance_session"]
+        answer = client.post("/logout", data={"csrf_token": page_token(client)})
+        assert answer.status_code == 303 and answer.headers["location"] == "/login"
+    with server.client(cookies={"appliance_session": cookie}) as replay:
+        assert replay.get("/import").status_code == 303
+
+
+def test_same_paste_twice_is_one_job_and_its_report_matches_the_api(
+        console: tuple[Server, str]) -> None:
+    server, key = console
+    text = "\n".join(["+90 532 000 00 01", "0532 000 00 02", "05320000001", "not a number",
+                      "", "=cmd|' /C calc'!A0"]) + "\n"
+    with sign_in(server) as client:
+        first = submit(client, text, "twice")
+        assert first.status_code == 303
+        job_url = first.headers["location"]
+        second = submit(client, text, "twice")
+        assert second.headers["location"] == job_url + "?again=1"
+        job_id = int(job_url.rsplit("/", 1)[1])
+        job = wait_job(client, job_id)
+        assert (job["inserted"], job["duplicates_in_paste"], job["rejected"], job["blank"]) \
+            == (2, 1, 2, 1)
+        again = client.get(second.headers["location"])
+        assert "already submitted" in again.text
+        console_csv = client.get(f"/jobs/{job_id}/rejects.csv")
+    assert db_rows(server, "SELECT count(*) FROM import_jobs j JOIN lists l"
+                   " ON l.id = j.list_id WHERE l.name = 'twice'") == [(1,)]
+    assert console_csv.headers["content-type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(console_csv.text)))
+    assert rows[0] == ["line_number", "line", "reason"]
+    assert [(r[0], r[1]) for r in rows[1:]] == [("4", "not a number"),
+                                                ("6", "'=cmd|' /C calc'!A0")]
+    with server.client(key) as api:
+        assert api.get(f"/api/jobs/{job_id}/rejects.csv").content == console_csv.content
+
+
+def test_too_many_rows_is_a_413_with_the_limit_and_what_was_sent(server: Server) -> None:
+    text = "\n".join(f"+90532{i:07d}" for i in range(MAX_ROWS + 7))
+    with sign_in(server) as client:
+        page = submit(client, text, "too-big")
+        as_json = submit(client, text, "too-big", Accept="application/json")
+    assert page.status_code == 413
+    assert f"{MAX_ROWS + 7:,}".replace(",", "\u2009") + " submitted" in page.text
+    assert as_json.status_code == 413
+    body = as_json.json()
+    assert (body["error"], body["limit"], body["submitted"]) == ("too_many_rows", MAX_ROWS,
+                                                                MAX_ROWS + 7)
+    assert "Split the list" in body["message"]
+    assert db_rows(server, "SELECT count(*) FROM lists WHERE name = 'too-big'") == [(0,)]
+
+
+@pytest.mark.parametrize("text, list_name, region, status, phrase", [
+    ("", "empty", "TR", 422, "the list is empty"),
+    ("+905321112233", "", "TR", 422, "give the list name"),
+    ("+905321112233", "x" * 101, "TR", 422, "list names are 1 to 100"),
+    ("+905321112233", "bad-region", "XYZ", 422, "is not a two-letter country code"),
+])
+def test_bad_import_forms_are_refused_with_a_reason(server: Server, text: str, list_name: str,
+                                                    region: str, status: int,
+                                                    phrase: str) -> None:
+    with sign_in(server) as client:
+        data, files = import_form(page_token(client), text, list_name, region)
+        answer = client.post("/import", data=data, files=files)
+    assert answer.status_code == status
+    assert phrase in answer.text
+
+
+def test_a_file_upload_is_imported_and_bad_bytes_are_refused(server: Server) -> None:
+    with sign_in(server) as client:
+        data, _ = import_form(page_token(client), "", "from-file")
+        ok = client.post("/import", data=data,
+                         files={"file": ("list.csv", b"phone,name\n+905321110001,Ali\n")})
+        assert ok.status_code == 303
+        job = wait_job(client, int(ok.headers["location"].rsplit("/", 1)[1]))
+        assert (job["inserted"], job["header_skipped"]) == (1, 1)
+        bad = client.post("/import", data=data, files={"file": ("x.txt", b"\xff\xfe\xfa\x00\xc3")})
+        assert bad.status_code == 400
+        both = client.post("/import", data={**data, "text": "+905321110002"},
+                           files={"file": ("list.csv", b"+905321110001\n")})
+        assert both.status_code == 422
+
+
+def test_everything_shown_is_escaped(server: Server) -> None:
+    evil = "<script>alert(1)</script>"
+    with sign_in(server) as client:
+        created = submit(client, f"<img src=x onerror=alert(2)>\n+905321119999,{evil}\n", evil)
+        assert created.status_code == 303
+        wait_job(client, int(created.headers["location"].rsplit("/", 1)[1]))
+        for path in ("/lists", created.headers["location"], "/import", "/send"):
+            html = client.get(path).text
+            assert evil not in html and "<img src=x" not in html
+            if path == "/lists":
+                assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        looked_up = client.get("/messages", params={"q": evil}).text
+        assert evil not in looked_up
+    headers = httpx.get(server.url + "/login").headers
+    assert "script-src 'self'" in headers["content-security-policy"]
+
+
+def test_one_account_never_sees_anothers_jobs(server: Server) -> None:
+    with sign_in(server, "alice") as alice:
+        made = submit(alice, "+905321117777\n", "alice-only")
+        job_url = made.headers["location"]
+        wait_job(alice, int(job_url.rsplit("/", 1)[1]))
+    with sign_in(server, "bob") as bob:
+        assert bob.get(job_url).status_code == 404
+        assert bob.get(job_url + "/rejects.csv").status_code == 404
+        assert bob.get(job_url + ".json").status_code == 404
+        assert "alice-only" not in bob.get("/lists").text
+        assert "alice-only" not in bob.get("/send").text
+
+
+@pytest.mark.parametrize("path, status", [
+    ("/jobs/99999999999999999999999", 404), ("/jobs/-1", 404), ("/jobs/abc", 404),
+    ("/campaigns/99999999999999999999999", 404), ("/messages?q=" + "9" * 500, 422),
+    ("/messages?q=01ARZ3NDEKTSV4RRFFQ69G5FAV", 404), ("/static/../users.py", 404),
+])
+def test_hostile_addresses_get_a_plain_answer(server: Server, path: str, status: int) -> None:
+    with sign_in(server) as client:
+        assert client.get(path).status_code == status
+
+
+def test_user_create_asks_for_the_password_and_refuses_bad_input(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    made = run_cli("user", "create", "carol", "--data-dir", str(data_dir),
+                   input=b"a long password\na long password\n")
+    assert "carol" in made.stdout and "default" in made.stdout
+    again = run_cli("user", "create", "carol", "--password", "another password",
+                    "--data-dir", str(data_dir), check=False)
+    assert again.returncode != 0 and "already exists" in again.stderr
+    short = run_cli("user", "create", "dave", "--password", "short", "--data-dir",
+                    str(data_dir), check=False)
+    assert short.returncode != 0 and "at least 8" in short.stderr
+    mismatch = run_cli("user", "create", "erin", "--data-dir", str(data_dir), check=False,
+                       input=b"one long password\nanother password\n")
+    assert mismatch.returncode != 0
+    conn = sqlite3.connect(data_dir / "appliance.db")
+    try:
+        names = [r[0] for r in conn.execute("SELECT u.name FROM users u JOIN accounts a"
+                                            " ON a.id = u.account_id WHERE a.name = 'default'")]
+    finally:
+        conn.close()
+    assert names == ["carol"]
