@@ -46,6 +46,7 @@ INTERMEDIATE_WORDS = ("accepted", "buffered")
 @dataclass
 class RefStats:
     received: int = 0  # submissions that reached us with this client-ref
+    received_ms: list[int] = field(default_factory=list)  # when each arrived (wall clock)
     accepted: int = 0  # of those, answered with status 0
     message_id: str = ""
     final: str | None = None  # the final status word we reported (None: silent)
@@ -131,6 +132,7 @@ class Simulator:
         to = params.get("to", "")
         stats = self.refs.setdefault(ref, RefStats()) if ref else RefStats()
         stats.received += 1
+        stats.received_ms.append(time.time_ns() // 1_000_000)
         if params.get("api_key") != b.api_key or params.get("api_secret") != b.api_secret:
             return _answer(to, ref, "4", error="Bad Credentials")
         if not to or not params.get("text") or not params.get("from"):
@@ -307,7 +309,8 @@ class Simulator:
             "last_report_ms": self.last_report_ms,
             "delivery_status": dict(self.delivery_status),
             "refs": {
-                ref: {"received": s.received, "accepted": s.accepted,
+                ref: {"received": s.received, "received_ms": s.received_ms,
+                      "accepted": s.accepted,
                       "message_id": s.message_id, "final": s.final, "reports": s.reports,
                       "delivered": s.delivered}
                 for ref, s in self.refs.items()
