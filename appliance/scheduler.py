@@ -10,6 +10,7 @@ checks that the loops are alive.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -91,10 +92,8 @@ class Scheduler:
             if wait_s <= 0:
                 await asyncio.sleep(0)
                 continue
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(loop.wake.wait(), timeout=wait_s)
-            except TimeoutError:
-                pass
             loop.wake.clear()
 
     def heartbeats(self) -> dict[str, float]:

@@ -11,8 +11,8 @@ import queue
 from collections.abc import Callable
 from typing import TypeVar
 
-import apsw
 import anyio.to_thread
+import apsw
 
 from appliance.store.schema import open_connection
 
