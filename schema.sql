@@ -145,7 +145,9 @@ CREATE TABLE messages (
     UNIQUE (campaign_id, msisdn)
 );
 CREATE INDEX messages_due ON messages (state, next_attempt_at);
-CREATE INDEX messages_created ON messages (created_at);
+-- Covering for coverage and open-by-hour (DLR-9): a window of messages is read from
+-- the index alone, for one account or all.
+CREATE INDEX messages_created ON messages (created_at, account_id, state);
 CREATE INDEX messages_campaign_state ON messages (campaign_id, state);
 CREATE INDEX messages_msisdn ON messages (account_id, msisdn);
 CREATE INDEX messages_provider_id ON messages (provider, provider_msg_id);
