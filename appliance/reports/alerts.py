@@ -27,7 +27,7 @@ import httpx
 
 from appliance.clock import iso
 from appliance.config import Settings
-from appliance.reports.coverage import coverage, inbox_health, overdue
+from appliance.reports.coverage import Coverage, InboxHealth, coverage, inbox_health, overdue
 from appliance.service import Appliance
 
 log = logging.getLogger("appliance.alerts")
@@ -47,11 +47,18 @@ class Alert:
 def evaluate(conn: apsw.Connection, settings: Settings, now_ms: int) -> list[Alert]:
     """The three alerts as of ``now_ms`` (a read unit)."""
     a = settings.alerts
-    cov = coverage(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours)
+    return alerts_from(
+        coverage(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours),
+        inbox_health(conn, now_ms),
+        overdue(conn, now_ms, settings.sending.delivery_window_hours, a.coverage_window_hours),
+        settings)
+
+
+def alerts_from(cov: Coverage, health: InboxHealth, late: int,
+                settings: Settings) -> list[Alert]:
+    """The three alerts from figures already read (appliance-wide ones)."""
+    a = settings.alerts
     pct = cov.coverage_pct
-    health = inbox_health(conn, now_ms)
-    late = overdue(conn, now_ms, settings.sending.delivery_window_hours,
-                   a.coverage_window_hours)
     return [
         Alert("coverage_low", pct is not None and pct < a.coverage_min_pct, pct,
               a.coverage_min_pct,

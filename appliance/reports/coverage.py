@@ -36,7 +36,9 @@ def _pct(part: int, whole: int) -> float | None:
 
 
 def _account(account_id: int | None) -> tuple[str, tuple[int, ...]]:
-    return ("", ()) if account_id is None else (" AND account_id = ?", (account_id,))
+    # ``+account_id``: filter while reading the covering created_at index, rather than
+    # let the planner walk the account's (account_id, msisdn) index row by row.
+    return ("", ()) if account_id is None else (" AND +account_id = ?", (account_id,))
 
 
 @dataclass(frozen=True)
@@ -73,21 +75,36 @@ def coverage(conn: apsw.Connection, now_ms: int, window_hours: float, settle_hou
 @dataclass(frozen=True)
 class HourRow:
     hour: int  # epoch ms of the hour's start
-    still_open: int
     total: int
+    finalised: int  # with a final state from the provider
+    delivered: int
+
+    @property
+    def still_open(self) -> int:
+        return self.total - self.finalised
 
 
 def open_by_hour(conn: apsw.Connection, now_ms: int, window_hours: float,
                  settle_hours: float, account_id: int | None = None) -> list[HourRow]:
-    """Per hour of creation in the coverage window, newest first."""
+    """Per hour of creation in the coverage window, newest first (one pass over the
+    covering index; :func:`coverage_of` sums it into the window's figures)."""
     start = now_ms - int(window_hours * HOUR_MS)
     end = now_ms - int(settle_hours * HOUR_MS)
     where, args = _account(account_id)
-    return [HourRow(int(r[0]) * HOUR_MS, int(r[1]), int(r[2])) for r in conn.execute(
-        f"SELECT created_at / {HOUR_MS} AS hour,"
-        f" sum(CASE WHEN state IN ({_FINAL}) THEN 0 ELSE 1 END), count(*)"
+    return [HourRow(int(r[0]) * HOUR_MS, int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
+        f"SELECT created_at / {HOUR_MS} AS hour, count(*),"
+        f" sum(CASE WHEN state IN ({_FINAL}) THEN 1 ELSE 0 END),"
+        " sum(CASE WHEN state = 'DELIVERED' THEN 1 ELSE 0 END)"
         f" FROM messages WHERE created_at >= ? AND created_at < ?{where}"
         " GROUP BY hour ORDER BY hour DESC", (start, end, *args))]
+
+
+def coverage_of(hours: list[HourRow], now_ms: int, window_hours: float,
+                settle_hours: float) -> Coverage:
+    """The window's coverage from its hours (the same figures as :func:`coverage`)."""
+    return Coverage(now_ms - int(window_hours * HOUR_MS), now_ms - int(settle_hours * HOUR_MS),
+                    sum(h.total for h in hours), sum(h.finalised for h in hours),
+                    sum(h.delivered for h in hours))
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,8 @@ def overdue(conn: apsw.Connection, now_ms: int, delivery_window_hours: float,
 def as_json(value: Any) -> dict[str, Any]:
     """A dataclass from this module as JSON-ready data (percentages included)."""
     out = asdict(value)
+    if isinstance(value, HourRow):
+        out["still_open"] = value.still_open
     if isinstance(value, Coverage):
         out["coverage_pct"] = value.coverage_pct
         out["delivered_pct"] = value.delivered_pct

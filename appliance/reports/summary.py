@@ -10,8 +10,14 @@ import apsw
 
 from appliance.clock import iso
 from appliance.config import Settings
-from appliance.reports.alerts import evaluate
-from appliance.reports.coverage import as_json, coverage, inbox_health, open_by_hour, overdue
+from appliance.reports.alerts import alerts_from, evaluate
+from appliance.reports.coverage import (
+    as_json,
+    coverage_of,
+    inbox_health,
+    open_by_hour,
+    overdue,
+)
 
 
 def summary(conn: apsw.Connection, settings: Settings, now_ms: int,
@@ -19,9 +25,14 @@ def summary(conn: apsw.Connection, settings: Settings, now_ms: int,
     """Coverage, delivery rate, open-by-hour and overdue (of one account, or all), the
     inbox and the alerts (the appliance's) as JSON-ready data (a read unit)."""
     a = settings.alerts
-    cov = coverage(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours, account_id)
     hours = open_by_hour(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours,
                          account_id)
+    cov = coverage_of(hours, now_ms, a.coverage_window_hours, a.coverage_settle_hours)
+    health = inbox_health(conn, now_ms)
+    late = overdue(conn, now_ms, settings.sending.delivery_window_hours,
+                   a.coverage_window_hours, account_id)
+    alerts = (alerts_from(cov, health, late, settings) if account_id is None
+              else evaluate(conn, settings, now_ms))
     return {
         "coverage_pct": cov.coverage_pct,
         "delivered_pct": cov.delivered_pct,
@@ -32,13 +43,12 @@ def summary(conn: apsw.Connection, settings: Settings, now_ms: int,
             "finalised": cov.finalised,
             "delivered": cov.delivered,
         },
-        "inbox": as_json(inbox_health(conn, now_ms)),
-        "overdue": overdue(conn, now_ms, settings.sending.delivery_window_hours,
-                           a.coverage_window_hours, account_id),
+        "inbox": as_json(health),
+        "overdue": late,
         "open_by_hour": [
             {"hour": iso(h.hour), "still_open": h.still_open, "total": h.total}
             for h in hours
         ],
-        "alerts": [asdict(x) for x in evaluate(conn, settings, now_ms)],
+        "alerts": [asdict(x) for x in alerts],
         "at": iso(now_ms),
     }
