@@ -10,7 +10,8 @@ that retry on anything but a ``2xx``, as a real provider does.
 Test hooks (not part of Vonage): ``GET /_sim/stats`` says what was received per
 client-ref and what was reported; ``POST /_sim/script`` queues exact answers for the
 next submissions (``{"http": 429, "retry_after": "2"}``, ``{"http": 503}``,
-``{"status": "3"}``, ``{"hang_s": 5}`` (accept, then answer late));
+``{"status": "3"}``, ``{"hang_s": 5}`` (accept, then answer late), ``{"silent": true}``
+(accept, never report));
 ``POST /_sim/reset`` clears both.
 """
 
@@ -154,7 +155,8 @@ class Simulator:
         message_id = secrets.token_hex(8).upper()
         stats.message_id = message_id
         callback = params.get("callback") or b.callback_url
-        if callback and params.get("status-report-req", "1") != "0":
+        silent = step is not None and bool(step.get("silent"))
+        if callback and params.get("status-report-req", "1") != "0" and not silent:
             await self._report(callback, to, ref, message_id, stats)
         if step is not None and "hang_s" in step:
             await asyncio.sleep(float(step["hang_s"]))
