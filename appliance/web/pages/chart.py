@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from markupsafe import Markup, escape
 
 HOUR_MS = 3_600_000
-WIDTH, HEIGHT = 720, 240
+WIDTH, HEIGHT = 900, 220
 LEFT, RIGHT, TOP, BOTTOM = 46, 8, 12, 30
 
 

@@ -1,0 +1,252 @@
+"""The console in a real headless Chromium against a real ``appliance serve``.
+
+One server (with the provider simulator as its provider) serves every test here;
+one browser is launched for the module. The tests save the screenshots shown in the
+README (``docs/screenshots/``).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness import ROOT, Server, appliance_cmd, free_port, wait_for
+from tests.imports.corpus import make_corpus
+from tests.web.console_support import PASSWORD, create_user
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+SHOTS = ROOT / "docs" / "screenshots"
+MAX_ROWS = 20_000
+VIEWPORT = {"width": 1000, "height": 700}
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(),
+                       reason="needs Debian's chromium at /usr/bin/chromium (apt-get install"
+                              " chromium; .ci/run installs it)"),
+]
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    base = tmp_path_factory.mktemp("browser")
+    data_dir = base / "data"
+    data_dir.mkdir()
+    sim_port = free_port()
+    sim_log = open(base / "simulator.log", "wb")  # noqa: SIM115 - handed to the child
+    simulator = subprocess.Popen(
+        appliance_cmd("simulator", "--port", str(sim_port), "--delay-min-ms", "20",
+                      "--delay-max-ms", "400", "--early-reports", "0.3", "--duplicate-rate",
+                      "0.3", "--reorder-rate", "0.3", "--intermediate-rate", "0.3",
+                      "--seed", "5"),
+        stdout=sim_log, stderr=subprocess.STDOUT)
+    sim_log.close()
+    config = base / "appliance.toml"
+    config.write_text(
+        f'[providers.sim]\nkind = "simulator"\nbase_url = "http://127.0.0.1:{sim_port}"\n'
+        "rate_per_s = 500\n\n[alerts]\ncoverage_settle_hours = 0\n")
+    create_user(data_dir, "alice")
+    server = Server(data_dir, config=config, env={
+        "APPLIANCE_IMPORT_MAX_ROWS": str(MAX_ROWS),
+        "APPLIANCE_IMPORT_CHUNK_LINES": "200",
+    })
+    try:
+        wait_for(lambda: _port_open(sim_port), 30, message="the simulator to listen")
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        simulator.terminate()
+        simulator.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    context.set_default_timeout(30_000)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def sign_in(page: Any, server: Server, path: str = "/import") -> None:
+    page.goto(server.url + path)
+    assert "/login" in page.url
+    page.fill("#username", "alice")
+    page.fill("#password", PASSWORD)
+    page.click("form[action='/login'] button[type=submit]")
+    page.wait_for_url(server.url + path)
+
+
+def paste(page: Any, selector: str, text: str) -> None:
+    """Put ``text`` in a field at once, as a paste does (typing 20,000 lines takes minutes)."""
+    page.eval_on_selector(selector, "(el, v) => { el.focus(); el.value = v;"
+                          " el.dispatchEvent(new Event('input', {bubbles: true})); }", text)
+
+
+def count(page: Any, name: str) -> int:
+    return int(re.sub(r"\D", "", page.inner_text(f"[data-count={name}]")))
+
+
+def spreadsheet_cell(line: str) -> str:
+    return "'" + line if line[:1] in ("=", "+", "-", "@", "\t", "\r") else line
+
+
+def test_paste_20000_lines_watch_the_bar_and_download_the_rejects(
+        page: Any, console: Server) -> None:
+    corpus = make_corpus(MAX_ROWS, seed=5)
+    sign_in(page, console)
+    page.fill("#new_list", "customers")
+    paste(page, "#text", corpus.text())
+    page.click("[data-submit]")
+    page.wait_for_url(re.compile(r"/jobs/\d+$"))
+
+    bar = "[data-bar]"
+    page.wait_for_function(
+        "() => { const b = document.querySelector('[data-bar]');"
+        " return b && b.value > 0 && b.value < b.max; }")
+    page.wait_for_function("() => /\\d/.test(document.querySelector("
+                           "'[data-field=rows_per_s]').textContent)")
+    page.screenshot(path=str(SHOTS / "import-progress.png"))
+    seen: list[float] = []
+    while page.locator("[data-bar]").count() and "Report" not in page.inner_text("#report-title"):
+        try:
+            seen.append(float(page.eval_on_selector(bar, "b => b.value")))
+        except Exception:  # the page reloaded itself between the two calls
+            break
+        page.wait_for_timeout(150)
+    assert seen == sorted(seen), "the bar went backwards"
+
+    page.wait_for_selector("#report-title:has-text('Report')", timeout=90_000)
+    assert page.eval_on_selector(bar, "b => [b.value, b.max]") == [MAX_ROWS, MAX_ROWS]
+    assert page.inner_text("[data-field=state]") == "DONE"
+    assert count(page, "inserted") == corpus.inserted
+    assert count(page, "duplicates_in_paste") == corpus.duplicates_in_paste
+    assert count(page, "duplicates_in_list") == 0
+    assert count(page, "rejected") == len(corpus.rejected_lines)
+    assert count(page, "blank") == corpus.blank
+    assert count(page, "header_skipped") == 1
+    page.screenshot(path=str(SHOTS / "import-report.png"))
+
+    with page.expect_download() as download:
+        page.click("[data-rejects]")
+    path = download.value.path()
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["line_number", "line", "reason"]
+    assert [int(r[0]) for r in rows[1:]] == corpus.rejected_lines
+    assert [r[1] for r in rows[1:]] == [spreadsheet_cell(corpus.lines[n - 1])
+                                        for n in corpus.rejected_lines]
+    assert all(r[2] for r in rows[1:])
+
+    page.goto(console.url + "/lists")
+    contacts = page.inner_text("tr[data-list='customers'] [data-contacts]")
+    assert int(re.sub(r"\D", "", contacts)) == len(corpus.distinct)
+
+
+def test_the_same_paste_twice_opens_the_same_job(page: Any, console: Server) -> None:
+    text = "\n".join(f"+90 533 {i:03d} 00 00" for i in range(50))
+    sign_in(page, console)
+    job_urls = []
+    for _ in range(2):
+        page.goto(console.url + "/import")
+        page.fill("#new_list", "twice")
+        paste(page, "#text", text)
+        page.click("[data-submit]")
+        page.wait_for_url(re.compile(r"/jobs/\d+"))
+        job_urls.append(page.url)
+    assert job_urls[1] == job_urls[0] + "?again=1"
+    assert "already submitted" in page.inner_text("main")
+    page.goto(console.url + "/lists")
+    assert page.locator("tr[data-job]", has_text="twice").count() == 1
+
+
+def test_an_oversized_paste_shows_the_limit_instead_of_a_spinner(
+        page: Any, console: Server) -> None:
+    sign_in(page, console)
+    page.fill("#new_list", "too-big")
+    paste(page, "#text", "\n".join(f"+90534{i:07d}" for i in range(MAX_ROWS + 1)))
+    page.click("[data-submit]")
+    error = page.locator("[data-import-error]")
+    error.wait_for(state="visible")
+    text = error.inner_text()
+    assert "20\u2009001 submitted, the limit is 20\u2009000" in text
+    assert "Split the list" in text
+    assert page.url == console.url + "/import"
+    assert page.is_enabled("[data-submit]")
+    page.goto(console.url + "/lists")
+    assert "too-big" not in page.inner_text("main")
+
+
+def test_a_campaign_through_the_simulator_reaches_full_coverage(
+        page: Any, console: Server) -> None:
+    numbers = [f"+90 535 {i:03d} 11 22" for i in range(40)]
+    sign_in(page, console)
+    page.fill("#new_list", "campaign")
+    paste(page, "#text", "\n".join(numbers))
+    page.click("[data-submit]")
+    page.wait_for_selector("#report-title:has-text('Report')")
+
+    page.goto(console.url + "/send?list=campaign")
+    page.fill("#campaign-body", "Your order has shipped <b>today</b>")
+    page.click("text=Review before sending")
+    heading = page.locator("[data-confirm-count]")
+    assert heading.inner_text() == "This will send 40 messages"
+    page.click("[data-confirm]")
+    page.wait_for_url(re.compile(r"/campaigns/\d+$"))
+    page.wait_for_selector("[data-campaign-coverage]:has-text('100.0 %')", timeout=60_000)
+    assert page.inner_text("tr[data-state=DELIVERED] [data-state-count]") != "0"
+
+    page.goto(console.url + "/dashboard")
+    assert page.inner_text("[data-coverage]") == "100.0 %"
+    assert "%" in page.inner_text("[data-delivered]")
+    assert page.locator("svg.chart rect.total").count() >= 1
+    assert page.get_attribute("[data-alert=coverage_low]", "data-firing") == "no"
+    page.screenshot(path=str(SHOTS / "dashboard.png"))
+
+    page.goto(console.url + "/messages?q=" + numbers[0].replace(" ", ""))
+    page.click("table a[href^='/messages?q=']")
+    assert page.locator("[data-event=applied]").count() >= 1
+    assert "<b>" in page.inner_text("main")  # shown as text, not markup
+
+
+def test_sign_out_then_pages_need_a_session(page: Any, console: Server) -> None:
+    sign_in(page, console, "/lists")
+    page.click("form.signout button")
+    page.wait_for_url(re.compile(r"/login$"))
+    page.goto(console.url + "/dashboard")
+    assert page.url == console.url + "/login?next=/dashboard"
+    page.fill("#username", "alice")
+    page.fill("#password", PASSWORD)
+    page.click("form[action='/login'] button[type=submit]")
+    page.wait_for_url(console.url + "/dashboard")
