@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from appliance.providers import ParsedReport
+
 # DLR-4: seconds before the next match attempt, by attempts already made.
 BACKOFF_S = (1, 5, 15, 60, 300, 1800, 7200, 21600)
 
@@ -47,6 +49,19 @@ class InboxReport:
     reported_at: int  # provider clock, epoch ms; 0 when it sent none
     state: str  # our mapped state
     error_code: str | None = None
+
+
+def from_parsed(provider: str, parsed: ParsedReport) -> InboxReport:
+    """An adapter's report as the inbox files it."""
+    return InboxReport(
+        provider=provider,
+        ref=parsed.ref or "",
+        provider_msg_id=parsed.provider_msg_id or "",
+        status=parsed.status,
+        reported_at=max(parsed.reported_at_ms, 0),
+        state=parsed.state,
+        error_code=parsed.error_code,
+    )
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""Registers the report loops with the scheduler: reconciler, cut-off, alerts."""
+"""Registers the report loops with the scheduler: reconciler, cut-off, alerts, reparse."""
 
 from __future__ import annotations
 
-from appliance.reports import alerts, cutoff, reconciler
+from appliance.reports import alerts, cutoff, reconciler, reparse
 from appliance.service import Appliance
 
 
@@ -17,3 +17,6 @@ def install(appliance: Appliance) -> None:
     appliance.scheduler.add(cutoff.LOOP, cut.step, interval_s=cut.interval_s)
     appliance.scheduler.add(alerts.LOOP, watch.step,
                             interval_s=appliance.settings.alerts.check_interval_s)
+    again = reparse.Reparser(appliance)
+    appliance.extras["reparser"] = again
+    appliance.scheduler.add(reparse.LOOP, again.step, interval_s=reparse.INTERVAL_S)

@@ -18,45 +18,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.config import ConfigError
-from appliance.providers import (
-    AuthError,
-    CallbackRequest,
-    ParsedReport,
-    ProviderAdapter,
-    ReportParseError,
-    build_adapter,
-)
+from appliance.providers import AuthError, CallbackRequest, ReportParseError
+from appliance.reports.adapters import adapter_for
 from appliance.reports.apply import receive
-from appliance.reports.inbox import InboxReport, RawCallback
+from appliance.reports.inbox import InboxReport, RawCallback, from_parsed
 from appliance.service import Appliance
 
 log = logging.getLogger("appliance.callbacks")
-ADAPTERS_KEY = "callback_adapters"
-
-
-def _adapter(appliance: Appliance, name: str) -> ProviderAdapter | None:
-    """The adapter for provider ``name`` (built once), or ``None`` for no such provider."""
-    cache: dict[str, ProviderAdapter] = appliance.extras.setdefault(ADAPTERS_KEY, {})
-    adapter = cache.get(name)
-    if adapter is None:
-        settings = appliance.settings.providers.get(name)
-        if settings is None:
-            return None
-        adapter = build_adapter(settings, now_ms=appliance.now_ms)
-        cache[name] = adapter
-    return adapter
-
-
-def inbox_report(provider: str, parsed: ParsedReport) -> InboxReport:
-    return InboxReport(
-        provider=provider,
-        ref=parsed.ref or "",
-        provider_msg_id=parsed.provider_msg_id or "",
-        status=parsed.status,
-        reported_at=max(parsed.reported_at_ms, 0),
-        state=parsed.state,
-        error_code=parsed.error_code,
-    )
 
 
 def _plain(status: int, text: str) -> Response:
@@ -82,7 +50,7 @@ async def callback(request: Request) -> Response:
     appliance: Appliance = request.app.state.appliance
     name = request.path_params["provider"]
     try:
-        adapter = _adapter(appliance, name)
+        adapter = adapter_for(appliance, name)
     except ConfigError as exc:
         log.error("callback for provider %s cannot be checked: %s", name, exc)
         return _plain(503, "provider misconfigured")
@@ -104,7 +72,7 @@ async def callback(request: Request) -> Response:
     parse_error: str | None = None
     reports: list[InboxReport] = []
     try:
-        reports = [inbox_report(name, p) for p in adapter.parse_reports(req)]
+        reports = [from_parsed(name, p) for p in adapter.parse_reports(req)]
     except ReportParseError as exc:
         parse_error = str(exc) or "unreadable"
     raw = RawCallback(provider=name, method=request.method,
