@@ -1,0 +1,143 @@
+"""The one-file executable (APP-2), end to end: build it once, then import, send
+through the provider simulator, receive its reports, back up while serving, restore
+into a second directory and find the same rows.
+
+Set ``APPLIANCE_BINARY`` to test an existing build; otherwise the module builds one
+(reusing ``dist/appliance`` when it is newer than every source file).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import httpx
+import pytest
+
+from tests.harness import ROOT, free_port, wait_for
+
+FINAL = ("DELIVERED", "FAILED", "EXPIRED", "REJECTED", "UNKNOWN")
+
+
+def _newest_source() -> float:
+    newest = 0.0
+    for folder in ("appliance", "build"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and "work" not in path.parts and "__pycache__" not in path.parts:
+                newest = max(newest, path.stat().st_mtime)
+    return newest
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("APPLIANCE_BINARY")
+    if given:
+        return Path(given)
+    built = ROOT / "dist" / "appliance"
+    if built.exists() and built.stat().st_mtime > _newest_source():
+        return built
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, str(ROOT / "build" / "build_binary.py"),
+                    "--distpath", str(dist)], check=True, timeout=600)
+    return dist / "appliance"
+
+
+def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return list(conn.execute(sql))
+    finally:
+        conn.close()
+
+
+class Proc:
+    def __init__(self, args: list[str], log: Path) -> None:
+        with open(log, "ab") as fh:
+            self.proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT,
+                                         env={**os.environ, "APPLIANCE_LOG_FORMAT": "json"})
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return self.proc.wait(30)
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for p in started:
+        p.stop()
+
+
+@pytest.mark.slow
+def test_the_binary_imports_sends_backs_up_and_restores(
+        binary: Path, tmp_path: Path, procs: list[Proc]) -> None:
+    exe = str(binary)
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith("appliance, version ")
+
+    data, restored = tmp_path / "data", tmp_path / "restored"
+    sim_port, port = free_port(), free_port()
+    url = f"http://127.0.0.1:{port}"
+    config = tmp_path / "appliance.toml"
+    config.write_text(f'public_url = "{url}"\n[providers.sim]\nkind = "simulator"\n'
+                      f'base_url = "http://127.0.0.1:{sim_port}"\nrate_per_s = 500\n')
+    procs.append(Proc([exe, "simulator", "--port", str(sim_port), "--seed", "7",
+                       "--delay-min-ms", "10", "--delay-max-ms", "300",
+                       "--duplicate-rate", "0.1", "--reorder-rate", "0.1"],
+                      tmp_path / "sim.log"))
+    key = subprocess.run([exe, "account", "create", "acme", "--data-dir", str(data)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()[-1]
+    started = time.monotonic()
+    server = Proc([exe, "serve", "--data-dir", str(data), "--port", str(port),
+                   "--config", str(config)], tmp_path / "server.log")
+    procs.append(server)
+
+    def up() -> bool:
+        try:
+            return httpx.get(url + "/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(up, 30, message="the binary to answer /healthz")
+    cold_start = time.monotonic() - started
+    total = 300
+    text = "\n".join(f"+90533{n:07d}" for n in range(total)) + "\n0532 000 00 0\n"
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"},
+                      timeout=30) as api:
+        job = api.post("/api/contacts/import", json={"list": "bin", "text": text}).json()
+        wait_for(lambda: api.get(f"/api/jobs/{job['jobId']}").json()["state"] == "DONE", 60,
+                 message="the import")
+        assert api.get("/api/lists/bin").json()["contacts"] == total
+        campaign = api.post("/api/campaigns", json={"list": "bin", "body": "hello"})
+        assert campaign.status_code == 202, campaign.text
+        db = data / "appliance.db"
+        final = ",".join(f"'{s}'" for s in FINAL)
+        wait_for(lambda: rows(db, f"SELECT count(*) FROM messages WHERE state IN ({final})")
+                 [0][0] == total, 90, interval=0.2, message="every message to get its report")
+        assert api.get("/readyz").status_code == 200
+        assert "appliance_messages" in api.get("/metrics").text
+
+        backup = tmp_path / "backup.db"
+        out = subprocess.run([exe, "backup", str(backup), "--data-dir", str(data)],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+    assert server.stop() == 0
+
+    out = subprocess.run([exe, "restore", str(backup), "--data-dir", str(restored)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    for sql in ("SELECT msisdn FROM contacts ORDER BY msisdn",
+                "SELECT ref, state, msisdn FROM messages ORDER BY ref",
+                "SELECT ref, status, reported_at, outcome FROM report_inbox ORDER BY id",
+                "SELECT id, state, processed, inserted, rejected FROM import_jobs"):
+        assert rows(data / "appliance.db", sql) == rows(restored / "appliance.db", sql), sql
+    assert len(rows(restored / "appliance.db", "SELECT ref FROM messages")) == total
+    assert cold_start < 20
