@@ -297,6 +297,17 @@ def _validate(s: Settings) -> None:
         )
     if s.data_dir.exists() and not s.data_dir.is_dir():
         raise ConfigError(f"data_dir: {s.data_dir} exists and is not a directory")
+    urls = (("public_url", s.public_url), ("[alerts] webhook_url", s.alerts.webhook_url))
+    for where, url in urls:
+        if url and not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}: {url!r} is not an http:// or https:// URL")
+    if s.alerts.check_interval_s <= 0:
+        raise ConfigError("[alerts] check_interval_s: must be more than 0")
+    if s.shutdown_timeout_s <= 0:
+        raise ConfigError("shutdown_timeout_s: must be more than 0")
+    if s.backup.dir and s.backup.interval_hours > 0 and Path(s.backup.dir).exists() \
+            and not Path(s.backup.dir).is_dir():
+        raise ConfigError(f"[backup] dir: {s.backup.dir} exists and is not a directory")
 
 
 def ensure_data_dir(s: Settings) -> None:
