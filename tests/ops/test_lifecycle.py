@@ -92,6 +92,8 @@ CONFIG_ERRORS = [
     ("this is = = not toml\n", "not valid TOML"),
     ("[alerts\n", "not valid TOML"),
     ("[sending]\ndefault_provider = 'nope'\n", "default_provider: no provider named 'nope'"),
+    ("[alerts]\nwebhook_url = 'ftp://x'\n", "webhook_url: 'ftp://x' is not an http://"),
+    ("[alerts]\ncheck_interval_s = 0\n", "check_interval_s: must be more than 0"),
 ]
 
 
@@ -141,3 +143,11 @@ def test_config_check_prints_the_effective_config_with_secrets_masked(tmp_path: 
     assert shown["backup"]["keep"] == 3
     assert shown["providers"]["main"]["api_secret"] == "***"
     assert shown["data_dir"] == str(tmp_path)
+
+
+def test_the_sample_config_in_packaging_is_valid(tmp_path: Path) -> None:
+    sample = Path(__file__).resolve().parents[2] / "packaging" / "appliance.toml"
+    out = run_cli("config", "check", "--config", str(sample), "--data-dir", str(tmp_path))
+    shown = json.loads(out.stdout)
+    assert shown["backup"]["interval_hours"] == 6.0
+    assert shown["providers"]["main"]["api_secret"] == "***"
