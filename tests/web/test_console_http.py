@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +37,12 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, 
     key = create_account(data_dir, "default")
     create_user(data_dir, "alice", "default")
     create_user(data_dir, "bob", "other")
-    srv = Server(data_dir, env={"APPLIANCE_IMPORT_MAX_ROWS": str(MAX_ROWS)}).start()
+    config = data_dir.parent / "appliance.toml"
+    # A provider nobody answers for: sends stay queued for retry, which is all these
+    # tests need (what is accepted, and how often).
+    config.write_text('[providers.sim]\nkind = "simulator"\nbase_url = "http://127.0.0.1:9"\n')
+    srv = Server(data_dir, config=config,
+                 env={"APPLIANCE_IMPORT_MAX_ROWS": str(MAX_ROWS)}).start()
     try:
         yield srv, key
     finally:
@@ -149,7 +155,7 @@ def test_a_form_post_without_the_csrf_token_is_refused(server: Server) -> None:
         assert out.status_code == 403
         assert client.get("/import").status_code == 200  # still signed in
     assert db_rows(server, "SELECT count(*) FROM lists WHERE name = 'csrf-list'") == [(0,)]
-    assert db_rows(server, "SELECT count(*) FROM messages") == [(0,)]
+    assert db_rows(server, "SELECT count(*) FROM messages WHERE body = 'hi'") == [(0,)]
 
 
 def test_another_sessions_csrf_token_is_refused(server: Server) -> None:
@@ -304,3 +310,80 @@ def test_user_create_asks_for_the_password_and_refuses_bad_input(tmp_path: Path)
     finally:
         conn.close()
     assert names == ["carol"]
+
+
+def test_the_secure_flag_is_set_when_the_console_is_public_over_https(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    create_user(data_dir, "alice")
+    server = Server(data_dir, env={"APPLIANCE_PUBLIC_URL": "https://sms.example.org"}).start()
+    try:
+        with server.client() as client:
+            form = client.get("/login")
+            sign_in_cookie = form.headers["set-cookie"]
+            # A Secure cookie is not sent back over plain http: hand it over as a TLS
+            # proxy in front would.
+            client.cookies.clear()
+            answer = client.post("/login", data={"csrf_token": csrf_of(form.text),
+                                                 "username": "alice", "password": PASSWORD},
+                                 headers={"Cookie": sign_in_cookie.split(";")[0]})
+    finally:
+        server.stop()
+    assert "secure" in sign_in_cookie.lower()
+    assert answer.status_code == 303
+    assert "secure" in answer.headers["set-cookie"].lower()
+
+
+def send_key(client: httpx.Client, index: int) -> str:
+    keys = re.findall(r'name="send_key" value="([^"]+)"', client.get("/send").text)
+    return keys[index]
+
+
+def test_a_send_form_posted_twice_sends_one_message(server: Server) -> None:
+    with sign_in(server) as client:
+        form = {"csrf_token": page_token(client, "/send"), "send_key": send_key(client, 0),
+                "to": "0532 765 43 21", "body": "twice?"}
+        first = client.post("/send/message", data=form)
+        second = client.post("/send/message", data=form)
+        assert first.status_code == second.status_code == 303
+        assert first.headers["location"] == second.headers["location"]
+        shown = client.get(first.headers["location"])
+        assert "+905327654321" in shown.text and "Accepted" in shown.text
+        bad = client.post("/send/message", data={**form, "send_key": send_key(client, 0),
+                                                 "to": "not a number"})
+        assert bad.status_code == 422
+    assert db_rows(server, "SELECT count(*) FROM messages WHERE body = 'twice?'") == [(1,)]
+
+
+def test_a_campaign_goes_out_only_as_confirmed(server: Server) -> None:
+    with sign_in(server) as client:
+        made = submit(client, "+905361000001\n+905361000002\n+905361000003\n", "confirm-me")
+        wait_job(client, int(made.headers["location"].rsplit("/", 1)[1]))
+        token = page_token(client, "/send")
+        review = client.post("/send/campaign/confirm", data={
+            "csrf_token": token, "send_key": send_key(client, 1), "list": "confirm-me",
+            "body": "Sale & <more>"})
+        assert review.status_code == 200
+        assert "This will send 3 messages" in review.text
+        confirm = dict(re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', review.text))
+        confirm["body"] = "Sale & <more>"  # the browser decodes the escaped attribute
+        assert confirm["expected"] == "3"
+
+        grown = submit(client, "+905361000004\n", "confirm-me")
+        wait_job(client, int(grown.headers["location"].rsplit("/", 1)[1]))
+        changed = client.post("/send/campaign", data=confirm)
+        assert changed.status_code == 409
+        assert "Nothing was sent" in changed.text and "This will send 4 messages" in changed.text
+        assert db_rows(server, "SELECT count(*) FROM campaigns") == [(0,)]
+
+        confirm["expected"] = "4"
+        sent = client.post("/send/campaign", data=confirm)
+        again = client.post("/send/campaign", data=confirm)
+        assert sent.status_code == again.status_code == 303
+        assert sent.headers["location"] == again.headers["location"]
+        progress = client.get(sent.headers["location"])
+        assert progress.status_code == 200 and "confirm-me" in progress.text
+        empty_list = client.post("/send/campaign/confirm", data={
+            "csrf_token": token, "send_key": send_key(client, 1), "list": "no-such-list",
+            "body": "x"})
+        assert empty_list.status_code == 422
+    assert db_rows(server, "SELECT total, body FROM campaigns") == [(4, "Sale & <more>")]
