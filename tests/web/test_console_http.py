@@ -334,7 +334,7 @@ def test_the_secure_flag_is_set_when_the_console_is_public_over_https(tmp_path: 
 
 
 def send_key(client: httpx.Client, index: int) -> str:
-    keys = re.findall(r'name="send_key" value="([^"]+)"', client.get("/send").text)
+    keys: list[str] = re.findall(r'name="send_key" value="([^"]+)"', client.get("/send").text)
     return keys[index]
 
 
