@@ -223,3 +223,18 @@ def test_backup_refuses_clearly(tmp_path: Path, data_dir: Path) -> None:
     out = run_cli("backup", str(data_dir / "appliance.db"), "--data-dir", str(data_dir),
                   check=False)
     assert out.returncode == 1 and "live database itself" in out.stderr
+
+
+def test_an_interrupted_restore_blocks_the_start_until_restore_runs_again(
+        tmp_path: Path, data_dir: Path) -> None:
+    create_account(data_dir)
+    backup = tmp_path / "b.db"
+    run_cli("backup", str(backup), "--data-dir", str(data_dir))
+    (data_dir / "restore.pending").write_text("{}")  # as if the power went mid-restore
+    out = run_cli("serve", "--data-dir", str(data_dir), "--port", "0", check=False, timeout=30)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 1 and len(lines) == 1, out.stderr
+    assert "interrupted restore" in lines[0] and "appliance restore" in lines[0]
+    run_cli("restore", str(backup), "--data-dir", str(data_dir))
+    assert not (data_dir / "restore.pending").exists()
+    assert read_db(data_dir, "SELECT name FROM accounts") == [("acme",)]
