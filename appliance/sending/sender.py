@@ -4,8 +4,12 @@ One scheduler loop, ``sender``. Each step, for each configured provider with roo
 in its pipeline (at most :data:`PIPELINE_DEPTH` batches in flight), claims a batch of
 due messages in one write unit (-> ``SENDING``, committed before any byte leaves),
 then submits the batch in a task while the loop goes on to claim the next one. A
-batch's submissions share one keep-alive ``httpx.AsyncClient``, the provider's token
-bucket (``rate_per_s``) and its concurrency cap (``concurrency``). When every
+batch's submissions share the provider's token bucket (``rate_per_s``) and its
+connections: ``concurrency`` keep-alive ``httpx.AsyncClient`` objects of one
+connection each, checked out one per submission, so the set of clients is the
+concurrency cap. (One shared client with N connections costs a readiness probe of
+every pooled connection on each request; measured on two cores, 32 connections in one
+client gave 48 submissions/s against 102/s for 32 one-connection clients.) When every
 submission of the batch has an outcome, one write unit records them all with
 guarded updates and applies the reports that arrived early (DLR-6).
 
@@ -112,11 +116,33 @@ class ProviderLane:
         self.adapter = adapter
         self.name = adapter.name
         self.bucket = TokenBucket(s.rate_per_s) if s.rate_per_s > 0 else None
-        self.cap = asyncio.Semaphore(max(1, s.concurrency))
+        self.concurrency = max(1, s.concurrency)
+        self._clients: asyncio.Queue[httpx.AsyncClient] | None = None
+        self._all_clients: list[httpx.AsyncClient] = []
         rate_batch = math.ceil(s.rate_per_s) if s.rate_per_s > 0 else batch_size
         self.batch_size = max(1, min(batch_size, max(s.concurrency, rate_batch)))
         self.in_flight: set[asyncio.Task[None]] = set()
         self.recovered = False
+
+    def clients(self, timeout_s: float) -> asyncio.Queue[httpx.AsyncClient]:
+        """The lane's idle connections; taking one is taking a concurrency slot."""
+        if self._clients is None:
+            self._clients = asyncio.Queue()
+            for _ in range(self.concurrency):
+                client = httpx.AsyncClient(
+                    timeout=httpx.Timeout(timeout_s),
+                    limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                    follow_redirects=False,
+                )
+                self._all_clients.append(client)
+                self._clients.put_nowait(client)
+        return self._clients
+
+    async def close(self) -> None:
+        for client in self._all_clients:
+            await client.aclose()
+        self._all_clients.clear()
+        self._clients = None
 
 
 class Sender:
@@ -131,28 +157,14 @@ class Sender:
         self.lanes = {name: ProviderLane(a, settings.sending.batch_size)
                       for name, a in adapters.items()}
         self.counters = SendCounters()
-        self._client: httpx.AsyncClient | None = None
-
-    # -- the HTTP client ---------------------------------------------------------------
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            connections = sum(max(1, a.settings.concurrency) for a in self.adapters.values())
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.appliance.settings.sending.submit_timeout_s),
-                limits=httpx.Limits(max_connections=max(1, connections),
-                                    max_keepalive_connections=max(1, connections)),
-                follow_redirects=False,
-            )
-        return self._client
 
     async def close(self) -> None:
-        """Finish the batches in flight (outcomes recorded), then close the client."""
+        """Finish the batches in flight (outcomes recorded), then close the connections."""
         tasks = [t for lane in self.lanes.values() for t in lane.in_flight]
         if tasks:
             await asyncio.wait(tasks, timeout=self.appliance.settings.shutdown_timeout_s)
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        for lane in self.lanes.values():
+            await lane.close()
 
     # -- the loop ----------------------------------------------------------------------
     async def step(self) -> float | None:
@@ -213,14 +225,18 @@ class Sender:
                                 callback_url=callback))
         except Exception as exc:  # nothing went out: safe to try again later
             return Outcome(SubmitResult.RETRY, error=short(f"cannot build request: {exc}"))
-        async with lane.cap:
+        idle = lane.clients(self.appliance.settings.sending.submit_timeout_s)
+        client = await idle.get()
+        try:
             if lane.bucket is not None:
                 await lane.bucket.acquire()
             self.counters.attempts += 1
             try:
-                response = await self.client().send(request)
+                response = await client.send(request)
             except Exception as exc:
                 return classify_transport_error(exc)
+        finally:
+            idle.put_nowait(client)
         try:
             return adapter.interpret_response(response)
         except Exception as exc:  # the provider answered something: it may have it

@@ -35,7 +35,7 @@ class Behaviour:
     retry_after_s: float = 1.0  # what a throttled answer asks for
     report_format: str = "form"  # form POST, JSON POST or GET, as Vonage accounts choose
     report_retries: int = 8  # delivery attempts per receipt on non-2xx or errors
-    report_concurrency: int = 32
+    report_concurrency: int = 16
     callback_url: str = ""  # when a submission carries no callback
     seed: int | None = None
 

@@ -81,8 +81,8 @@ class Simulator:
         self.pending = 0
         self.last_report_ms = 0
         self._tasks: set[asyncio.Task[None]] = set()
-        self._client: httpx.AsyncClient | None = None
-        self._push_cap: asyncio.Semaphore | None = None
+        self._idle: asyncio.Queue[httpx.AsyncClient] | None = None
+        self._clients: list[httpx.AsyncClient] = []
         self.app = Starlette(routes=[
             Route("/sms/json", self.submit, methods=["POST"]),
             Route("/_sim/stats", self.stats, methods=["GET"]),
@@ -99,24 +99,27 @@ class Simulator:
         finally:
             await self.close()
 
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            n = self.behaviour.report_concurrency
-            self._client = httpx.AsyncClient(
-                timeout=10.0,
-                limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
-            )
-            self._push_cap = asyncio.Semaphore(n)
-        return self._client
+    def idle_clients(self) -> asyncio.Queue[httpx.AsyncClient]:
+        """One-connection clients for pushing receipts; taking one is taking a slot."""
+        if self._idle is None:
+            self._idle = asyncio.Queue()
+            for _ in range(max(1, self.behaviour.report_concurrency)):
+                client = httpx.AsyncClient(
+                    timeout=10.0,
+                    limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+                self._clients.append(client)
+                self._idle.put_nowait(client)
+        return self._idle
 
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=2)
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        for client in self._clients:
+            await client.aclose()
+        self._clients.clear()
+        self._idle = None
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -262,18 +265,19 @@ class Simulator:
         if inline and not counted:
             self.pending += 1
         b = self.behaviour
-        client = self.client()
-        assert self._push_cap is not None
+        idle = self.idle_clients()
         delay = 0.2
         try:
             for _ in range(max(1, b.report_retries)):
                 self.reports_pushed += 1
+                client = await idle.get()
                 try:
-                    async with self._push_cap:
-                        resp = await self._send(client, receipt)
+                    resp = await self._send(client, receipt)
                     code = str(resp.status_code)
                 except httpx.HTTPError as exc:
                     code = type(exc).__name__
+                finally:
+                    idle.put_nowait(client)
                 self.delivery_status[code] += 1
                 if code.startswith("2"):
                     self.reports_acknowledged += 1
