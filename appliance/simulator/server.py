@@ -53,6 +53,7 @@ class RefStats:
     final: str | None = None  # the final status word we reported (None: silent)
     reports: list[str] = field(default_factory=list)  # status words pushed, in push order
     delivered: int = 0  # receipts acknowledged with a 2xx
+    final_acked: bool = False  # the final receipt was taken at least once
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Simulator:
         self.reports_given_up = 0
         self.pending = 0
         self.last_report_ms = 0
+        self.last_final_report_ms = 0  # when the last ref's first final receipt was taken
         self._tasks: set[asyncio.Task[None]] = set()
         self._idle: asyncio.Queue[httpx.AsyncClient] | None = None
         self._clients: list[httpx.AsyncClient] = []
@@ -285,6 +287,9 @@ class Simulator:
                     stats = self.refs.get(receipt.ref)
                     if stats is not None:
                         stats.delivered += 1
+                        if receipt.params["status"] == stats.final and not stats.final_acked:
+                            stats.final_acked = True
+                            self.last_final_report_ms = self.last_report_ms
                     return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -313,6 +318,7 @@ class Simulator:
             "unknown_refs_reported": self.unknown_refs_reported,
             "pending_reports": self.pending,
             "last_report_ms": self.last_report_ms,
+            "last_final_report_ms": self.last_final_report_ms,
             "delivery_status": dict(self.delivery_status),
             "refs": {
                 ref: {"received": s.received, "received_ms": s.received_ms,

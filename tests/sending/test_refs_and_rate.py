@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from appliance.sending.rate import TokenBucket
 from appliance.sending.refs import ALPHABET, RefMaker, looks_like_ref, ref_time_ms
 
@@ -44,7 +46,7 @@ def test_bucket_paces_to_the_rate_after_the_burst() -> None:
     assert waits[:2] == [0.0, 0.0]
     # Token n (after the burst) may go at (n - burst + 1) / rate seconds.
     assert abs(waits[-1] - 2.0) < 1e-9
-    assert all(b > a for a, b in zip(waits[2:], waits[3:], strict=False))
+    assert all(b > a for a, b in itertools.pairwise(waits[2:]))
 
 
 def test_bucket_refills_but_never_above_the_burst() -> None:
