@@ -14,6 +14,7 @@ import apsw
 import pytest
 
 from tests.harness import Server, create_account, run_cli, wait_for
+from tests.ops.load import ReportFlood
 from tests.reports.support import (
     add_account,
     add_message,
@@ -99,6 +100,23 @@ def test_a_report_for_an_unknown_ref_is_answered_2xx_and_survives_kill_9(
     key = create_account(gw_server.data_dir)
     with gw_server.client(key) as api:
         assert api.get("/api/stats").json()["inbox"]["waiting"] == 1
+
+
+@pytest.mark.slow
+def test_kill_9_during_a_report_flood_loses_no_acknowledged_report(
+        data_dir: Path, tmp_path: Path) -> None:
+    srv = Server(data_dir, config=http_provider_config(tmp_path / "appliance.toml")).start()
+    flood = ReportFlood(srv, threads=6).start()
+    try:
+        wait_for(lambda: flood.count() > 300, 30, message="the flood to build up")
+        srv.kill9()
+    finally:
+        flood.stop()
+    acked = {ref for _, ref in flood.acked}
+    stored = {r["ref"] for r in read(srv, inbox_rows)}
+    assert acked <= stored, f"{len(acked - stored)} acknowledged reports lost"
+    srv.restart()
+    srv.stop()
 
 
 def test_the_reconciler_applies_a_waiting_report_once_the_message_is_there(
