@@ -29,7 +29,8 @@ def _newest_source() -> float:
     newest = 0.0
     for folder in ("appliance", "build"):
         for path in (ROOT / folder).rglob("*"):
-            if path.is_file() and "work" not in path.parts and "__pycache__" not in path.parts:
+            parts = path.relative_to(ROOT).parts
+            if path.is_file() and parts[:2] != ("build", "work") and "__pycache__" not in parts:
                 newest = max(newest, path.stat().st_mtime)
     return newest
 

@@ -146,8 +146,9 @@ def test_scheduled_backups_keep_n_and_a_failing_backup_shows_everywhere(
     srv = Server(data_dir, config=config).start()
     try:
         with srv.client() as client:
-            wait_for(lambda: srv.log().count('"msg": "backup written"') >= 3, 30,
-                     message="three scheduled backups")
+            wait_for(lambda: srv.log().count('"msg": "backup written"') >= 3
+                     and len(list(backups.glob("appliance-*.db"))) == 2, 30,
+                     message="three scheduled backups, the oldest pruned")
             assert len(list(backups.glob("appliance-*.db"))) == 2
             assert len(list(backups.glob("appliance-*.db.manifest.json"))) == 2
             ready = client.get("/readyz")
