@@ -8,10 +8,10 @@
   a final report (a provider went silent).
 
 :func:`evaluate` computes them from the database (``appliance doctor`` and
-``/api/stats`` use it directly). The ``alerts`` loop evaluates them every
-``check_interval_s``, remembers each one's state in ``appliance_state`` and, when one
-starts or stops holding, logs it and POSTs it as JSON to ``webhook_url`` (if set).
-A notification that fails is tried again at the next check.
+``/api/stats`` use it directly). The ``alerts`` loop (:class:`AlertWatch`) evaluates
+them every ``check_interval_s``, remembers each one's state in ``appliance_state``
+and, when one starts or stops holding, logs it and POSTs it as JSON to
+``webhook_url`` (if set). A notification that fails is tried again at the next check.
 """
 
 from __future__ import annotations
@@ -97,9 +97,17 @@ def store_state(conn: apsw.Connection, alert: Alert, now_ms: int) -> None:
         (STATE_PREFIX + alert.name, value, now_ms))
 
 
+# A read unit that evaluates a set of alerts: ``(conn, settings, now_ms) -> alerts``.
+AlertSource = Callable[[apsw.Connection, Settings, int], list[Alert]]
+
+
 class AlertWatch:
-    def __init__(self, appliance: Appliance) -> None:
+    """Evaluates the alerts of ``source`` (the three report alerts by default) and
+    announces each change; any other set of alerts can reuse it with its own source."""
+
+    def __init__(self, appliance: Appliance, source: AlertSource | None = None) -> None:
         self.appliance = appliance
+        self.source: AlertSource = source or evaluate
         self.current: list[Alert] = []
         self.sent: int = 0
 
@@ -124,7 +132,7 @@ class AlertWatch:
         store = self.appliance.store
         settings = self.appliance.settings
         now = self.appliance.now_ms()
-        alerts = await store.readers.run(lambda c: evaluate(c, settings, now))
+        alerts = await store.readers.run(lambda c: self.source(c, settings, now))
         self.current = alerts
         before = await store.readers.run(stored_states)
         for alert in alerts:
