@@ -147,8 +147,14 @@ def count_lines(data: bytes) -> int:
     start = 3 if data.startswith(_BOM_UTF8) else 0
     if len(data) <= start:
         return 0
-    count = data.count(b"\n", start) + data.count(b"\r", start) - data.count(b"\r\n", start)
-    return count + (1 if data[-1] not in (0x0A, 0x0D) else 0)
+    unterminated = 1 if data[-1] not in (0x0A, 0x0D) else 0
+    if data.find(b"\r", start) < 0:
+        return data.count(b"\n", start) + unterminated
+    crs = data.count(b"\r", start)
+    lfs = data.count(b"\n", start)
+    if lfs == 0:
+        return crs + unterminated
+    return crs + lfs - data.count(b"\r\n", start) + unterminated
 
 
 _LINE: Final = re.compile(r"([^\r\n]*)(?:\r\n?|\n)?")
@@ -161,10 +167,22 @@ def iter_lines(text: str, start_line: int = 0, start_offset: int = 0) -> Iterato
     (as ``(line.number, offset)``), or ``(0, 0)`` for the start: resuming there
     yields exactly the remaining lines.
     """
-    match = _LINE.match
-    pos = start_offset
     number = start_line
     end = len(text)
+    pos = start_offset
+    if text.find("\r", pos) < 0:
+        # LF only (what a browser's textarea gives): str.find beats the regex.
+        find = text.find
+        while pos < end:
+            number += 1
+            newline = find("\n", pos)
+            if newline < 0:
+                yield Line(number, text[pos:]), end
+                return
+            yield Line(number, text[pos:newline]), newline + 1
+            pos = newline + 1
+        return
+    match = _LINE.match
     while pos < end:
         m = match(text, pos)
         assert m is not None  # the pattern matches anywhere, and consumes a char here

@@ -11,8 +11,9 @@ Rules, in order:
 1. **Strict character check.** After stripping surrounding ASCII whitespace the cell
    may only contain ASCII digits, spaces, ``- . ( ) /`` and one ``+`` as its first
    character. Separators are cosmetic: they are removed and play no further part.
-   Anything else is rejected with a specific reason: an extension (``ext 12``,
-   ``x123``, ``#12``, ``;ext=12``, ``dahili 12``) → "extension not allowed";
+   Anything else is rejected with a specific reason: a number followed by an
+   extension (``… ext 12``, ``… x123``, ``… #12``, ``…;ext=12``, ``… dahili 12``)
+   → "extension not allowed";
    letters → "letters in number"; any non-ASCII character (full-width digits,
    Arabic-Indic digits, no-break spaces, bidi marks) → "non-ASCII characters"
    (they are rejected, not converted: what we store must be what the user can see
@@ -20,7 +21,9 @@ Rules, in order:
    (``*``, ``#``, ``;``, ``=``, ``,``) → "invalid characters"; no digit at all →
    "empty number".
 2. **Readings.** The remaining digits are read with phonenumbers, and the number
-   must pass ``is_valid_number`` (a possible length is not enough):
+   must pass ``is_valid_number`` (a possible length is not enough) and fit E.164:
+   7 to 15 digits with the country code (longer valid numbers exist, e.g. German
+   extensions, but no phone can receive an SMS there):
 
    * ``+`` first: international, the default region is ignored.
    * otherwise, read nationally for the default region. phonenumbers handles the
@@ -61,6 +64,12 @@ from typing import Final
 
 import phonenumbers
 from phonenumbers import NumberParseException, PhoneMetadata, PhoneNumberFormat, ValidationResult
+
+# Keep phonenumbers' compiled metadata patterns instead of leaning on the re
+# module's 512-entry cache: the full path over numbers of many regions otherwise
+# spends most of its time recompiling (measured: 5x slower). Bounded by the
+# metadata; process-wide, and harmless to any other phonenumbers user.
+phonenumbers.enable_pattern_cache()
 
 __all__ = ["Invalid", "Normalised", "normalise_msisdn", "valid_region"]
 
@@ -128,8 +137,10 @@ def _classify_bad(s: str) -> Invalid:
     if not s.isascii():
         return NON_ASCII
     tail = _EXTENSION_TAIL.search(s)
-    if tail is not None and _NUMBER_SHAPE.fullmatch(s[: tail.start()].rstrip(" \t,;")):
-        return EXTENSION
+    if tail is not None:
+        number = s[: tail.start()].rstrip(" \t,;")
+        if _NUMBER_SHAPE.fullmatch(number) and any(ch.isdigit() for ch in number):
+            return EXTENSION
     if _ASCII_LETTER.search(s) is not None:
         return LETTERS
     if "+" in s and _NUMBER_SHAPE.fullmatch(s.replace("+", "")) is not None:
@@ -143,6 +154,9 @@ def _classify_bad(s: str) -> Invalid:
 _SUPPORTED: Final = frozenset(phonenumbers.SUPPORTED_REGIONS)
 _CC_TO_REGIONS: Final = phonenumbers.COUNTRY_CODE_TO_REGION_CODE
 _NON_GEO: Final = "001"
+# E.164: at most 15 digits with the country code; 7 is the shortest we accept.
+_E164_MAX_CHARS: Final = 16
+_E164_MIN_CHARS: Final = 8
 
 
 def valid_region(region: str) -> bool:
@@ -187,7 +201,12 @@ def _read_full(text: str, region: str | None) -> Normalised | Invalid:
     except NumberParseException as exc:
         return _reason_for_parse_error(exc.error_type)
     if phonenumbers.is_valid_number(num):
-        return Normalised(phonenumbers.format_number(num, PhoneNumberFormat.E164))
+        e164 = phonenumbers.format_number(num, PhoneNumberFormat.E164)
+        if len(e164) > _E164_MAX_CHARS:
+            return TOO_LONG
+        if len(e164) < _E164_MIN_CHARS:
+            return TOO_SHORT
+        return Normalised(e164)
     possible = phonenumbers.is_possible_number_with_reason(num)
     if possible == ValidationResult.TOO_SHORT:
         return TOO_SHORT
@@ -456,7 +475,9 @@ def _valid_e164(cc: int, nsn: str) -> str | None:
         if meta is None:
             return None
     if meta.is_valid_nsn(nsn):
-        return meta.e164_prefix + nsn
+        e164 = meta.e164_prefix + nsn
+        if _E164_MIN_CHARS <= len(e164) <= _E164_MAX_CHARS:
+            return e164
     return None
 
 
