@@ -147,6 +147,7 @@ def demo_command(data_dir: str | None, config_file: str | None, host: str, port:
     """Serve with the built-in provider simulator, a demo account, a list and a campaign."""
     from appliance.server import run_server
     from appliance.simulator.run import SimulatorThread
+    from appliance.store.lock import DataDirLocked
 
     directory = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="appliance-demo-"))
     try:
@@ -179,6 +180,8 @@ try:
                      name="demo-campaign").start()
     try:
         run_server(settings)
+    except DataDirLocked as exc:
+        raise click.ClickException(str(exc)) from None
     finally:
         stop.set()
         sim.stop()
