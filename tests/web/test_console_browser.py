@@ -65,7 +65,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     create_user(data_dir, "alice")
     server = Server(data_dir, config=config, env={
         "APPLIANCE_IMPORT_MAX_ROWS": str(MAX_ROWS),
-        "APPLIANCE_IMPORT_CHUNK_LINES": "200",
+        "APPLIANCE_IMPORT_CHUNK_LINES": "150",
     })
     try:
         wait_for(lambda: _port_open(sim_port), 30, message="the simulator to listen")
@@ -138,7 +138,22 @@ def test_paste_20000_lines_watch_the_bar_and_download_the_rejects(
     page.wait_for_function("() => /\\d/.test(document.querySelector("
                            "'[data-field=rows_per_s]').textContent)")
     page.screenshot(path=str(SHOTS / "import-progress.png"))
-    seen: list[float] = []
+    seen: list[float] = [float(page.eval_on_selector(bar, "b => b.value"))]
+
+    # The bar survives a crash and a reload: the job lives in the appliance, not the page.
+    if page.locator("[data-job-poll]").count():
+        console.kill9()
+        page.wait_for_selector("[data-poll-status]:has-text('reconnecting')")
+        port = console.port
+        console.restart()
+        if console.port == port:  # the page finds the appliance again by itself
+            page.wait_for_function(
+                "() => { const s = document.querySelector('[data-poll-status]');"
+                " return !s || s.textContent === ''; }")
+        else:  # the old port was taken meanwhile: open the new address
+            page.goto(page.url.replace(f":{port}/", f":{console.port}/"))
+    page.reload()
+    seen.append(float(page.eval_on_selector(bar, "b => b.value")))
     while page.locator("[data-bar]").count() and "Report" not in page.inner_text("#report-title"):
         try:
             seen.append(float(page.eval_on_selector(bar, "b => b.value")))
