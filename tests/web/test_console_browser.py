@@ -1,13 +1,16 @@
 """The console in a real headless Chromium against a real ``appliance serve``.
 
 One server (with the provider simulator as its provider) serves every test here;
-one browser is launched for the module. The tests save the screenshots shown in the
-README (``docs/screenshots/``).
+one browser is launched for the module. The tests take the screenshots shown in the
+README; with ``APPLIANCE_UPDATE_SCREENSHOTS=1`` they are saved over
+``docs/screenshots/``, otherwise into the test's temporary directory (so a test run
+leaves the tree clean).
 """
 
 from __future__ import annotations
 
 import csv
+import os
 import re
 import socket
 import subprocess
@@ -25,7 +28,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-SHOTS = ROOT / "docs" / "screenshots"
+UPDATE_SHOTS = os.environ.get("APPLIANCE_UPDATE_SCREENSHOTS") == "1"
 MAX_ROWS = 20_000
 VIEWPORT = {"width": 1000, "height": 700}
 
@@ -78,6 +81,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ROOT / "docs" / "screenshots" if UPDATE_SHOTS else tmp_path_factory.mktemp("shots")
+
+
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
@@ -123,7 +131,7 @@ def spreadsheet_cell(line: str) -> str:
 
 
 def test_paste_20000_lines_watch_the_bar_and_download_the_rejects(
-        page: Any, console: Server) -> None:
+        page: Any, console: Server, shots: Path) -> None:
     corpus = make_corpus(MAX_ROWS, seed=5)
     sign_in(page, console)
     page.fill("#new_list", "customers")
@@ -137,7 +145,7 @@ def test_paste_20000_lines_watch_the_bar_and_download_the_rejects(
         " return b && b.value > 0 && b.value < b.max; }")
     page.wait_for_function("() => /\\d/.test(document.querySelector("
                            "'[data-field=rows_per_s]').textContent)")
-    page.screenshot(path=str(SHOTS / "import-progress.png"))
+    page.screenshot(path=str(shots / "import-progress.png"))
     seen: list[float] = [float(page.eval_on_selector(bar, "b => b.value"))]
 
     # The bar survives a crash and a reload: the job lives in the appliance, not the page.
@@ -171,7 +179,7 @@ def test_paste_20000_lines_watch_the_bar_and_download_the_rejects(
     assert count(page, "rejected") == len(corpus.rejected_lines)
     assert count(page, "blank") == corpus.blank
     assert count(page, "header_skipped") == 1
-    page.screenshot(path=str(SHOTS / "import-report.png"))
+    page.screenshot(path=str(shots / "import-report.png"))
 
     with page.expect_download() as download:
         page.click("[data-rejects]")
@@ -224,7 +232,7 @@ def test_an_oversized_paste_shows_the_limit_instead_of_a_spinner(
 
 
 def test_a_campaign_through_the_simulator_reaches_full_coverage(
-        page: Any, console: Server) -> None:
+        page: Any, console: Server, shots: Path) -> None:
     numbers = [f"+90 535 {i:03d} 11 22" for i in range(40)]
     sign_in(page, console)
     page.fill("#new_list", "campaign")
@@ -247,7 +255,9 @@ def test_a_campaign_through_the_simulator_reaches_full_coverage(
     assert "%" in page.inner_text("[data-delivered]")
     assert page.locator("svg.chart rect.total").count() >= 1
     assert page.get_attribute("[data-alert=coverage_low]", "data-firing") == "no"
-    page.screenshot(path=str(SHOTS / "dashboard.png"))
+    page.screenshot(path=str(shots / "dashboard.png"))
+    assert all(0 < (shots / f).stat().st_size < 250_000 for f in
+               ("import-progress.png", "import-report.png", "dashboard.png"))
 
     page.goto(console.url + "/messages?q=" + numbers[0].replace(" ", ""))
     page.click("table a[href^='/messages?q=']")
