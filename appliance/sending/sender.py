@@ -189,7 +189,7 @@ class Sender:
                 busy = True
         if busy:
             return IDLE_S  # a finishing batch wakes the loop
-        due = await store.readers.run(lambda c: next_due_ms(c, list(self.lanes)))
+        due = await store.readers.run(next_due_ms) if self.lanes else None
         if due is None:
             return IDLE_S
         return min(IDLE_S, max(0.0, (due - self.appliance.now_ms()) / 1000))
