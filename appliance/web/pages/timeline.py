@@ -88,7 +88,7 @@ def message_timeline(message: Message, history: list[HistoryEntry]) -> list[Even
         else:
             kind = "waiting"
             notes.append("waiting in the inbox for its message")
-        code = f", error {h.error_code}" if h.error_code else ""
+        code = f", provider code {h.error_code}" if h.error_code else ""
         events.append(Event(h.received_at, f"Report {h.status} → {h.state}{code}", kind,
                             tuple(tags), tuple(notes), h.reported_at or None, order=1 + 2 * i))
     if message.state == CUT_OFF and message.finalised_at is not None:
