@@ -16,8 +16,9 @@ Rules, in order:
    → "extension not allowed";
    letters → "letters in number"; any non-ASCII character (full-width digits,
    Arabic-Indic digits, no-break spaces, bidi marks) → "non-ASCII characters"
-   (they are rejected, not converted: what we store must be what the user can see
-   and re-type); a ``+`` anywhere but first → "misplaced +"; other symbols
+   (rejected rather than silently converted: invisible or look-alike characters
+   usually mean the cell is not what the user thinks, and the reject report says
+   which line to fix); a ``+`` anywhere but first → "misplaced +"; other symbols
    (``*``, ``#``, ``;``, ``=``, ``,``) → "invalid characters"; no digit at all →
    "empty number".
 2. **Readings.** The remaining digits are read with phonenumbers, and the number
