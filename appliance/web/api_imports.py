@@ -125,9 +125,10 @@ async def _submission(request: Request, body: bytes) -> tuple[Any, Any, bytes, s
     if ctype in ("text/plain", "text/csv"):
         q = request.query_params
         return q.get("list"), q.get("region"), body, ctype
-    if ctype == "multipart/form-data":
+    if ctype in ("multipart/form-data", "application/x-www-form-urlencoded"):
         try:
-            form = await request.form(max_files=1, max_fields=10)
+            # The body is already bounded by max_bytes; let a pasted `text` field be that big.
+            form = await request.form(max_files=1, max_fields=10, max_part_size=len(body) + 1)
         except Exception as exc:  # starlette raises several types for bad multipart
             raise ApiError(400, "invalid_multipart", f"could not read the form ({exc})") from None
         upload = form.get("file")
@@ -144,7 +145,8 @@ async def _submission(request: Request, body: bytes) -> tuple[Any, Any, bytes, s
                 payload, part_type)
     raise ApiError(
         415, "unsupported_media_type",
-        "send application/json, text/plain, text/csv or multipart/form-data",
+        "send application/json, text/plain, text/csv, multipart/form-data"
+        " or application/x-www-form-urlencoded",
     )
 
 

@@ -214,6 +214,12 @@ def test_one_line_paste_and_multipart_upload(server: Server, api: httpx.Client) 
     assert (job["inserted"], job["duplicates_in_paste"], job["header_skipped"]) == (1, 1, 1)
     assert api.get("/api/lists/uploaded").json()["contacts"] == 1
 
+    big_text = "\n".join(make_numbers(80_000, seed=8))  # over 1 MB in a form field
+    assert len(big_text) > 1_100_000
+    as_field = api.post("/api/contacts/import", data={"list": "field", "text": big_text})
+    assert as_field.status_code == 202, as_field.text
+    assert as_field.json()["total"] == 80_000
+
 
 def test_keys_and_accounts_are_isolated(server: Server, api: httpx.Client) -> None:
     job_id = submit_text(api, "+905321234567").json()["jobId"]
