@@ -58,10 +58,10 @@ def count_payload_lines(payload: bytes, limits: ImportSettings) -> int:
         raise too_large(limits.max_bytes)
     try:
         if payload[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            total = count_lines(decode_payload(payload).encode("utf-8"))
+            decode_payload(payload)  # UTF-16 with a BOM: validate; count_lines reads it too
         else:
             payload.decode("utf-8")
-            total = count_lines(payload)
+        total = count_lines(payload)
     except UnicodeDecodeError as exc:
         raise Refused(
             400, "invalid_encoding",
