@@ -8,6 +8,7 @@ job resumes from the last committed position on the next start (IMP-9).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -17,6 +18,7 @@ import anyio.to_thread
 
 from appliance.imports.chunk import parse_chunk
 from appliance.imports.import_job import (
+    Chunk,
     ImportJob,
     JobMoved,
     apply_chunk,
@@ -57,6 +59,7 @@ class ImportWorker:
         self.appliance = appliance
         self.rate = ImportRate()
         self._texts: OrderedDict[int, str] = OrderedDict()
+        self._prefetched: dict[int, Chunk] = {}  # job id -> its next chunk, parsed ahead
         self._cache_size = cache_size
 
     def _text(self, job: ImportJob) -> str | None:
@@ -90,21 +93,35 @@ class ImportWorker:
                 c, job.id, "the stored payload is gone (pruned before the job finished)",
                 self.appliance.now_ms()))
             return 0
-        settings = self.appliance.settings.imports
-        chunk = await anyio.to_thread.run_sync(
-            lambda: parse_chunk(job.id, text, job.processed, job.text_offset,
-                                settings.chunk_lines, job.region, job.entries_seen)
-        )
+        region, chunk_lines = job.region, self.appliance.settings.imports.chunk_lines
+
+        def parse(line: int, offset: int, entries_seen: int) -> Chunk:
+            return parse_chunk(job.id, text, line, offset, chunk_lines, region, entries_seen)
+
+        chunk = self._prefetched.pop(job.id, None)
+        if chunk is None or chunk.from_processed != job.processed:
+            chunk = await anyio.to_thread.run_sync(
+                parse, job.processed, job.text_offset, job.entries_seen)
+        self._prefetched.clear()
         if chunk.to_processed < job.total and chunk.to_processed == job.processed:
             await store.writer.run(lambda c: fail_job(
                 c, job.id, f"payload has {job.processed} lines, job expected {job.total}",
                 self.appliance.now_ms()))
             return 0
+        # Parse the next chunk while the writer commits this one (the fsync is a wait).
+        applying = asyncio.wrap_future(store.writer.submit(
+            lambda c: apply_chunk(c, chunk, self.appliance.now_ms())))
+        if chunk.to_processed < job.total:
+            seen = job.entries_seen + len(chunk.rows)
+            following = await anyio.to_thread.run_sync(
+                parse, chunk.to_processed, chunk.to_offset, seen)
+            self._prefetched[job.id] = following
         try:
-            done = await store.writer.run(lambda c: apply_chunk(c, chunk, self.appliance.now_ms()))
+            done = await applying
         except JobMoved as exc:
             log.info("chunk dropped: %s", exc)
             self._texts.pop(job.id, None)
+            self._prefetched.clear()
             return 0
         self.rate.add(chunk.to_processed - chunk.from_processed, time.perf_counter() - started)
         if done.state != "RUNNING":
