@@ -190,9 +190,10 @@ class Sender:
         if busy:
             return IDLE_S  # a finishing batch wakes the loop
         due = await store.readers.run(next_due_ms) if self.lanes else None
-        if due is None:
-            return IDLE_S
-        return min(IDLE_S, max(0.0, (due - self.appliance.now_ms()) / 1000))
+        wait_s = IDLE_S if due is None else (due - self.appliance.now_ms()) / 1000
+        # Due already but not claimed just now: another provider's (or one no longer
+        # configured); look again at the usual pace rather than spin.
+        return IDLE_S if wait_s <= 0 else min(IDLE_S, max(0.01, wait_s))
 
     def _claim_unit(self, lane: ProviderLane) -> Callable[[apsw.Connection], list[Claimed]]:
         now = self.appliance.now_ms()
