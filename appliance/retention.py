@@ -25,7 +25,7 @@ LOOP = "retention"
 class Rule:
     name: str
     # (connection, cutoff_ms, batch) -> rows removed
-    prune: Callable[..., int]
+    prune: Callable[[apsw.Connection, int, int], int]
     age_days: Callable[[Settings], float]
 
 
@@ -62,6 +62,10 @@ RULES: list[Rule] = [
 ]
 
 
+def _prune(rule: Rule, cutoff: int, batch: int, conn: apsw.Connection) -> int:
+    return rule.prune(conn, cutoff, batch)
+
+
 class Retention:
     def __init__(self, appliance: Appliance, batch: int = 500) -> None:
         self.appliance = appliance
@@ -72,8 +76,7 @@ class Retention:
         more = False
         for rule in RULES:
             cutoff = self.appliance.now_ms() - int(rule.age_days(self.appliance.settings) * DAY_MS)
-            n = await self.appliance.store.writer.run(partial(rule.prune, cutoff=cutoff,
-                                                              batch=self.batch))
+            n = await self.appliance.store.writer.run(partial(_prune, rule, cutoff, self.batch))
             self.removed[rule.name] = self.removed.get(rule.name, 0) + n
             more = more or n >= self.batch
         return 0.05 if more else None

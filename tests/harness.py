@@ -22,6 +22,28 @@ T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 
 
+class FileClock:
+    """The server's clock, moved by writing epoch ms into ``APPLIANCE_CLOCK_FILE``."""
+
+    def __init__(self, path: Path, ms: int) -> None:
+        self.path = path
+        self.ms = ms
+        self.set(ms)
+
+    def set(self, ms: int) -> None:
+        self.ms = ms
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(str(ms))
+        tmp.replace(self.path)
+
+    def advance(self, ms: int) -> None:
+        self.set(self.ms + ms)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"APPLIANCE_CLOCK_FILE": str(self.path)}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -125,6 +147,7 @@ class Server:
     @staticmethod
     def _port_free(port: int) -> bool:
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:

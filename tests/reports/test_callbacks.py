@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 import pytest
 
-from tests.harness import Server, create_account, run_cli, wait_for
+from tests.harness import FileClock, Server, create_account, run_cli, wait_for
 from tests.ops.load import ReportFlood
 from tests.reports.support import (
     add_account,
@@ -28,15 +28,7 @@ T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 HOUR = 3_600_000
 
 
-class Clock:
-    def __init__(self, path: Path, ms: int) -> None:
-        self.path = path
-        self.set(ms)
-
-    def set(self, ms: int) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(str(ms))
-        tmp.replace(self.path)
+Clock = FileClock
 
 
 @pytest.fixture
