@@ -114,6 +114,7 @@ class Receipt:
     repeats: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    waiting: list[str] = field(default_factory=list)  # refs (or provider ids) left waiting
 
 
 def receive(conn: apsw.Connection, raw: RawCallback, reports: Sequence[InboxReport],
@@ -138,6 +139,8 @@ def receive(conn: apsw.Connection, raw: RawCallback, reports: Sequence[InboxRepo
             receipt.filed += 1
             verdict = settle(conn, row, now_ms)
             receipt.outcomes[verdict.value] = receipt.outcomes.get(verdict.value, 0) + 1
+            if verdict is Verdict.WAIT:
+                receipt.waiting.append(report.ref or f"{report.provider}:{report.provider_msg_id}")
     except Exception as exc:  # keep the raw callback whatever interpretation does
         conn.execute("ROLLBACK TO interpret")
         conn.execute("RELEASE interpret")

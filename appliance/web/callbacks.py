@@ -85,6 +85,10 @@ async def callback(request: Request) -> Response:
         log.exception("callback for provider %s could not be stored", name)
         return JSONResponse({"error": "not_stored", "message": "try again"}, status_code=503,
                             headers={"Retry-After": "5"})
+    for ref in receipt.waiting:
+        # The line the field note counts: a report whose message we cannot match yet.
+        # It is kept in the inbox; the reconciler applies it when the message appears.
+        log.info("unknown report", extra={"ref": ref, "provider": name})
     if receipt.error is not None:
         log.warning("callback %s from %s kept raw, not interpreted: %s", receipt.raw_id, name,
                     receipt.error)

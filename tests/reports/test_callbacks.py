@@ -85,6 +85,10 @@ def test_a_report_for_an_unknown_ref_is_answered_2xx_and_survives_kill_9(
         r = post_report(client, {"ref": "NEVER-SEEN", "status": "delivered",
                                  "reported_at": iso(T0)})
     assert r.status_code == 200
+    # The line the field note greps for, with the ref, so the count can be checked.
+    unknown = [json.loads(line) for line in gw_server.log().splitlines()
+               if '"unknown report"' in line]
+    assert [u["ref"] for u in unknown] == ["NEVER-SEEN"]
     gw_server.kill9()  # a 2xx means it is on disk
     gw_server.restart()
     rows = read(gw_server, lambda c: inbox_rows(c, "NEVER-SEEN"))
