@@ -10,6 +10,7 @@ import apsw
 
 from appliance.clock import iso
 from appliance.config import Settings
+from appliance.ops.alerts import ops_alerts
 from appliance.reports.alerts import alerts_from, evaluate
 from appliance.reports.coverage import (
     as_json,
@@ -33,6 +34,7 @@ def summary(conn: apsw.Connection, settings: Settings, now_ms: int,
                    a.coverage_window_hours, account_id)
     alerts = (alerts_from(cov, health, late, settings) if account_id is None
               else evaluate(conn, settings, now_ms))
+    alerts += ops_alerts(conn, settings, now_ms)  # backup_stale, import_stuck
     return {
         "coverage_pct": cov.coverage_pct,
         "delivered_pct": cov.delivered_pct,

@@ -178,6 +178,9 @@ def test_scheduled_backups_keep_n_and_a_failing_backup_shows_everywhere(
             assert value(samples, "appliance_alert_holding", alert="backup_stale") == 1
             wait_for(lambda: any(r["name"] == "backup_stale" and r["firing"] for r in received),
                      15, message="the webhook POST")
+        with srv.client(create_account(data_dir)) as api:
+            shown = {a["name"]: a["firing"] for a in api.get("/api/stats").json()["alerts"]}
+            assert shown["backup_stale"] is True and shown["import_stuck"] is False
     finally:
         srv.stop()
     assert "scheduled backup failed" in srv.log()
