@@ -41,7 +41,8 @@ def test_reports_before_the_record_are_never_lost(tmp_path: Path) -> None:
         "--seed", "42").start()
     data = tmp_path / "data"
     data.mkdir()
-    cfg = provider_config(tmp_path / "cfg.toml", sim.url, rate_per_s=100_000, concurrency=32)
+    cfg = provider_config(tmp_path / "cfg.toml", sim.url, rate_per_s=100_000,
+                          concurrency=int(os.environ.get("RACE_CONCURRENCY", "8")))
     server = Server(data, config=cfg).start()
     try:
         key = create_account(data, "acme")
