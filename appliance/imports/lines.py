@@ -170,18 +170,18 @@ def iter_lines(text: str, start_line: int = 0, start_offset: int = 0) -> Iterato
     number = start_line
     end = len(text)
     pos = start_offset
-    if text.find("\r", pos) < 0:
-        # LF only (what a browser's textarea gives): str.find beats the regex.
-        find = text.find
-        while pos < end:
-            number += 1
-            newline = find("\n", pos)
-            if newline < 0:
-                yield Line(number, text[pos:]), end
-                return
-            yield Line(number, text[pos:newline]), newline + 1
-            pos = newline + 1
-        return
+    # LF only (what a browser's textarea gives): str.find beats the regex. The first
+    # line holding a CR hands the rest to the regex, which knows CRLF and lone CR.
+    find = text.find
+    while pos < end:
+        newline = find("\n", pos)
+        stop = end if newline < 0 else newline
+        segment = text[pos:stop]
+        if "\r" in segment:
+            break
+        number += 1
+        pos = end if newline < 0 else newline + 1
+        yield Line(number, segment), pos
     match = _LINE.match
     while pos < end:
         m = match(text, pos)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from appliance.store.checkpointer import Checkpointer
 from appliance.store.readers import Readers
 from appliance.store.schema import migrate
 from appliance.store.writer import Writer
@@ -13,6 +14,7 @@ from appliance.store.writer import Writer
 class Store:
     writer: Writer
     readers: Readers
+    checkpointer: Checkpointer
 
     @classmethod
     def open(cls, path: str, synchronous: str = "FULL", busy_timeout_ms: int = 5000,
@@ -21,8 +23,11 @@ class Store:
         writer = Writer(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
         writer.start()
         readers = Readers(path, size=read_connections, busy_timeout_ms=busy_timeout_ms)
-        return cls(writer, readers)
+        checkpointer = Checkpointer(path, busy_timeout_ms=busy_timeout_ms)
+        checkpointer.start()
+        return cls(writer, readers, checkpointer)
 
     def close(self) -> None:
-        self.writer.stop()
+        self.checkpointer.stop()
+        self.writer.stop()  # the last connection to close checkpoints the WAL
         self.readers.close()

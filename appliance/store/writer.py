@@ -28,6 +28,7 @@ from appliance.store.schema import open_connection
 T = TypeVar("T")
 WriteUnit = Callable[[apsw.Connection], T]
 log = logging.getLogger("appliance.writer")
+WAL_SIZE_LIMIT = 16 * 1024 * 1024
 
 
 class WriterClosed(RuntimeError):
@@ -128,6 +129,8 @@ class Writer:
     def _run(self, ready: Future[None]) -> None:
         try:
             conn = open_connection(self.path, self.synchronous, self.busy_timeout_ms)
+            conn.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer does it, off our path
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")  # shrink it after a reset
         except BaseException as exc:
             ready.set_exception(exc)
             return

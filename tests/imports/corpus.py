@@ -74,7 +74,7 @@ def make_numbers(n: int, seed: int) -> list[str]:
 
 
 def make_corpus(n_lines: int, seed: int = 7, existing: list[str] | None = None,
-                header: bool = True) -> Corpus:
+                header: bool = True, bare_share: float = 0.6) -> Corpus:
     """``n_lines`` lines: ~85% new numbers, ~7% repeats, ~2% numbers already in the
     list (``existing``), ~3% bad lines, ~3% blank lines, in several formats."""
     rng = random.Random(seed)
@@ -112,9 +112,9 @@ def make_corpus(n_lines: int, seed: int = 7, existing: list[str] | None = None,
             c.inserted += 1
         cell = formats(number, rng)
         shape = rng.random()
-        if shape < 0.6:
+        if shape < bare_share:
             line = cell
-        elif shape < 0.75:
+        elif shape < 0.75 or bare_share < 0.6:
             line = f"{cell},Ayşe Yılmaz"
         elif shape < 0.85:
             line = f"{cell};Mehmet"

@@ -120,3 +120,48 @@ def test_synchronous_setting_reaches_the_connection(tmp_path: Path) -> None:
     assert one(normal, "PRAGMA synchronous") == 1
     full.close()
     normal.close()
+
+
+def test_the_wal_is_checkpointed_off_the_writer_and_stays_bounded(tmp_path: Path) -> None:
+    from appliance.store.checkpointer import Checkpointer
+    from appliance.store.writer import WAL_SIZE_LIMIT
+    from tests.harness import wait_for
+
+    path = str(tmp_path / "w.db")
+    s = Store.open(path)
+    s.checkpointer.stop()
+    s.checkpointer = Checkpointer(path, wal_bytes=2 * 1024 * 1024, interval_s=0.05)
+    s.checkpointer.start()
+    try:
+        assert one_write(s, "PRAGMA wal_autocheckpoint") == 0  # not in the writer's commits
+        blob = b"x" * 500_000
+        def put(i: int) -> None:
+            s.writer.call(lambda c: c.execute(
+                "INSERT INTO appliance_state (key, value, updated_at) VALUES (?, ?, 0)",
+                (f"b{i}", blob)))
+
+        for i in range(60):  # 30 MB through the WAL
+            put(i)
+        wait_for(lambda: s.checkpointer.checkpoints >= 1, 10, message="a checkpoint")
+        assert s.checkpointer.last_error is None
+        # Once checkpointed, the next write starts the WAL over and trims the file.
+        more = iter(range(60, 1000))
+
+        def trimmed() -> bool:
+            put(next(more))
+            return s.checkpointer.wal_size() <= WAL_SIZE_LIMIT + 1024 * 1024
+
+        wait_for(trimmed, 20, interval=0.05, message="the WAL to start over")
+        assert store_count(s) == next(more)
+    finally:
+        s.close()
+
+
+def one_write(s: Store, sql: str) -> Any:
+    def unit(conn: apsw.Connection) -> Any:
+        return one(conn, sql)
+    return s.writer.call(unit)
+
+
+def store_count(s: Store) -> int:
+    return s.readers.call(count_state)
