@@ -1,0 +1,137 @@
+"""Durable report intake under ``wrk``, beside a bare endpoint in the same run.
+
+``wrk`` (1 thread, 64 connections, 10 s) POSTs signed ``http``-kind delivery reports,
+each with its own ref, to ``/callbacks/gw`` of a real ``appliance serve``
+(``synchronous=FULL``: verify, store raw, file in the inbox, try to apply, group
+commit, answer), and to two baselines served by the same uvicorn settings:
+- bare Starlette: reads the body, answers 200, stores nothing;
+- naive store-first: one INSERT + COMMIT per request (``synchronous=FULL``).
+Afterwards it checks that the appliance stored at least as many reports as it
+answered 2xx. Medians of ``--runs`` runs.
+
+Run: ``.venv/bin/python bench/bench_callbacks_wrk.py`` (needs Debian's ``wrk``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from appliance.providers.http_json import body_signature  # noqa: E402
+from bench.bench_reports import SECRET, bare_server  # noqa: E402
+from tests.harness import Server  # noqa: E402
+
+LUA = """
+local bodies, sigs, n, i = {}, {}, 0, 0
+local f = io.open("%(file)s")
+for line in f:lines() do
+  local tab = string.find(line, "\\t", 1, true)
+  n = n + 1
+  sigs[n] = string.sub(line, 1, tab - 1)
+  bodies[n] = string.sub(line, tab + 1)
+end
+f:close()
+request = function()
+  i = i + 1
+  local k = ((i - 1) %% n) + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json",
+                                  ["X-Signature"] = sigs[k]}, bodies[k])
+end
+"""
+
+
+def write_bodies(path: Path, count: int, prefix: str) -> None:
+    with path.open("w") as fh:
+        for i in range(count):
+            body = json.dumps({"ref": f"{prefix}{i:08d}", "status": "delivered",
+                               "reported_at": "2026-01-01T00:00:00Z"})
+            fh.write(f"{body_signature(body.encode(), SECRET)}\t{body}\n")
+
+
+def run_wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, float]:
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
+                          "-s", str(script), url], capture_output=True, text=True, check=True)
+    text = out.stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", text).group(1))  # type: ignore[union-attr]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    errors = re.search(r"Socket errors: .*timeout (\d+)", text)
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", text)
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    return {
+        "rate": rate,
+        "total": total,
+        "non2xx": int(bad.group(1)) if bad else 0,
+        "timeouts": int(errors.group(1)) if errors else 0,
+        "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else float("nan"),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=64)
+    args = ap.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed (apt-get install wrk)")
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        data_dir = tmp / "data"
+        data_dir.mkdir()
+        config = tmp / "appliance.toml"
+        config.write_text('[providers.gw]\nkind = "http"\nbase_url = "http://127.0.0.1:9"\n'
+                          f'secret = "{SECRET}"\n')
+        server = Server(data_dir, config=config).start()
+        procs = []
+        targets = {"appliance": server.url + "/callbacks/gw"}
+        for mode in ("bare", "store"):
+            proc, url = bare_server(mode, tmp)
+            procs.append(proc)
+            targets[mode] = url
+        results: dict[str, list[dict[str, float]]] = {k: [] for k in targets}
+        try:
+            for run in range(args.runs):
+                for name, url in targets.items():
+                    bodies = tmp / f"bodies-{name}-{run}.txt"
+                    write_bodies(bodies, 150_000, f"W{run}{name[:2].upper()}")
+                    script = tmp / f"post-{name}-{run}.lua"
+                    script.write_text(LUA % {"file": bodies})
+                    results[name].append(run_wrk(url, script, args.seconds, args.connections))
+        finally:
+            server.stop()
+            for proc in procs:
+                proc.terminate()
+        acked = sum(r["total"] - r["non2xx"] for r in results["appliance"])
+        conn = sqlite3.connect(data_dir / "appliance.db")
+        stored = conn.execute("SELECT count(*) FROM raw_reports").fetchone()[0]
+        conn.close()
+
+    def med(name: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[name])
+
+    print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, median of {args.runs} runs,"
+          " synchronous=FULL")
+    for name in targets:
+        print(f"{name:10s} {med(name, 'rate'):9,.0f} req/s   p99 {med(name, 'p99_ms'):7.1f} ms"
+              f"   non-2xx {sum(r['non2xx'] for r in results[name])}")
+    print(f"appliance / bare: {med('appliance', 'rate') / med('bare', 'rate'):.2f}"
+          f"   appliance / commit-per-request: "
+          f"{med('appliance', 'rate') / med('store', 'rate'):.2f}")
+    print(f"acknowledged (2xx) by the appliance: {acked:,}; raw reports stored: {stored:,}"
+          f" -> {'OK' if stored >= acked else 'LOST REPORTS'}")
+
+
+if __name__ == "__main__":
+    main()
