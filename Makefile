@@ -19,7 +19,6 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check appliance tests bench build
-	$(BIN)/ruff format --check appliance tests bench build || true
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
