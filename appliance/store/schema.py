@@ -39,8 +39,8 @@ def open_connection(path: str, synchronous: str = "FULL", busy_timeout_ms: int =
     conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA temp_store=MEMORY")
-    # Readers run small queries; the writer keeps the hot index pages of big imports.
-    conn.execute(f"PRAGMA cache_size={-8000 if readonly else -64000}")
+    # Readers run small queries and keep a small cache; the writer keeps 32 MB.
+    conn.execute(f"PRAGMA cache_size={-8000 if readonly else -32000}")
     return conn
 
 
