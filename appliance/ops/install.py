@@ -6,13 +6,14 @@ from __future__ import annotations
 import logging
 
 from appliance.ops import backup_schedule
-from appliance.ops.alerts_notify import LOOP as ALERTS_LOOP
-from appliance.ops.alerts_notify import OpsAlertWatch
+from appliance.ops.alerts import ops_alerts
 from appliance.ops.metrics import metrics_for
 from appliance.ops.restore import kept_aside, remove_kept_aside
+from appliance.reports.alerts import AlertWatch
 from appliance.service import Appliance
 
 log = logging.getLogger("appliance.ops")
+ALERTS_LOOP = "ops-alerts"
 
 
 class KeptAsideCleanup:
@@ -33,7 +34,9 @@ class KeptAsideCleanup:
 def install(appliance: Appliance) -> None:
     metrics_for(appliance).observe_writer(appliance)
     backup_schedule.install(appliance)
-    watch = OpsAlertWatch(appliance)
+    # The report alerts' watcher, over the backup and stuck-import alerts: same state
+    # keys, same log lines, same webhook payload.
+    watch = AlertWatch(appliance, source=ops_alerts)
     appliance.extras["ops_alerts"] = watch
     appliance.scheduler.add(ALERTS_LOOP, watch.step,
                             interval_s=appliance.settings.alerts.check_interval_s)
