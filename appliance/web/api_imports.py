@@ -43,6 +43,7 @@ from appliance.imports.import_job import (
 )
 from appliance.service import Appliance
 from appliance.web.auth import require_account
+from appliance.web.bodies import read_bounded
 from appliance.web.errors import ApiError, not_found
 
 MAX_IDEMPOTENCY_KEY = 200
@@ -56,23 +57,12 @@ def _appliance(request: Request) -> Appliance:
 async def read_limited(request: Request, limit: int) -> bytes:
     """The request body, refused with 413 as soon as it passes ``limit`` bytes."""
     declared = request.headers.get("content-length")
-    refused = too_large(limit)
-    too_large_error = ApiError(refused.status, refused.error, refused.message, **refused.extra)
-    if declared is not None:
-        try:
-            if int(declared) > limit:
-                raise too_large_error
-        except ValueError:
-            raise ApiError(400, "bad_request", "Content-Length is not a number") from None
-    parts: list[bytes] = []
-    size = 0
-    async for piece in request.stream():
-        size += len(piece)
-        if size > limit:
-            raise too_large_error
-        parts.append(piece)
-    body = b"".join(parts)
-    request._body = body  # let request.form() / json() reuse what was read
+    if declared is not None and not declared.strip().isdigit():
+        raise ApiError(400, "bad_request", "Content-Length is not a number")
+    body = await read_bounded(request, limit)
+    if body is None:
+        refused = too_large(limit)
+        raise ApiError(refused.status, refused.error, refused.message, **refused.extra)
     return body
 
 

@@ -23,27 +23,13 @@ from appliance.reports.adapters import adapter_for
 from appliance.reports.apply import receive
 from appliance.reports.inbox import InboxReport, RawCallback, from_parsed
 from appliance.service import Appliance
+from appliance.web.bodies import read_bounded
 
 log = logging.getLogger("appliance.callbacks")
 
 
 def _plain(status: int, text: str) -> Response:
     return Response(text + "\n", status_code=status, media_type="text/plain")
-
-
-async def _body(request: Request, limit: int) -> bytes | None:
-    """The body, or ``None`` once it passes ``limit`` bytes."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        return None
-    parts: list[bytes] = []
-    size = 0
-    async for piece in request.stream():
-        size += len(piece)
-        if size > limit:
-            return None
-        parts.append(piece)
-    return b"".join(parts)
 
 
 async def callback(request: Request) -> Response:
@@ -56,7 +42,7 @@ async def callback(request: Request) -> Response:
         return _plain(503, "provider misconfigured")
     if adapter is None:
         return _plain(404, "no such provider")
-    body = await _body(request, appliance.settings.reports.max_callback_bytes)
+    body = await read_bounded(request, appliance.settings.reports.max_callback_bytes)
     if body is None:
         return _plain(413, "callback body too large")
     query = request.url.query
