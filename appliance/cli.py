@@ -9,8 +9,9 @@ from typing import Any
 import click
 
 from appliance import __version__
-from appliance.config import ConfigError, Settings, ensure_data_dir, load_settings
-from appliance.store.lock import DataDirLock, DataDirLocked
+from appliance.config import ConfigError, Settings, load_settings
+from appliance.offline import OfflineAppliance
+from appliance.store.lock import DataDirLocked
 from appliance.store.schema import SchemaTooNew
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -115,7 +116,7 @@ def account_create(data_dir: str | None, config_file: str | None, name: str) -> 
     from appliance.accounts import AccountExists, create_account
 
     settings = settings_from(data_dir, config_file)
-    with offline_appliance(settings) as appliance:
+    with OfflineAppliance(settings) as appliance:
         try:
             acct, key = appliance.store.writer.call(
                 lambda c: create_account(c, name, appliance.now_ms()))
@@ -163,7 +164,7 @@ def user_create(data_dir: str | None, config_file: str | None, name: str,
         fail(str(exc))
         return
     hashed = hash_password(password)
-    with offline_appliance(settings) as appliance:
+    with OfflineAppliance(settings) as appliance:
         now = appliance.now_ms()
 
         def unit(conn: Any) -> Any:
@@ -220,39 +221,3 @@ def _add_sending_commands() -> None:
 
 
 _add_sending_commands()
-
-
-class offline_appliance:
-    """An opened appliance for a CLI command; works beside a running server.
-
-    When no server holds the data dir, this process takes the lock for the
-    duration, so a server cannot start halfway through.
-    """
-
-    def __init__(self, settings: Settings) -> None:
-        from appliance.service import Appliance
-
-        try:
-            ensure_data_dir(settings)
-        except ConfigError as exc:
-            fail(str(exc))
-        self.lock = DataDirLock(settings.data_dir)
-        self.server_running = self.lock.held_by_other()
-        if not self.server_running:
-            try:
-                self.lock.acquire()
-            except DataDirLocked:
-                self.server_running = True
-        try:
-            self.appliance = Appliance(settings).open()
-        except SchemaTooNew as exc:
-            self.lock.release()
-            fail(str(exc))
-
-    def __enter__(self) -> Any:
-        return self.appliance
-
-    def __exit__(self, *exc: object) -> None:
-        self.appliance.close()
-        self.lock.release()
-

@@ -84,5 +84,4 @@ class Retention:
 
 def install(appliance: Appliance) -> None:
     retention = Retention(appliance)
-    appliance.extras["retention"] = retention
     appliance.scheduler.add(LOOP, retention.step, interval_s=60.0)

@@ -25,9 +25,14 @@ from types import FrameType
 
 import uvicorn
 
+from appliance import retention
 from appliance.config import Settings, ensure_data_dir
+from appliance.imports import worker as import_worker
 from appliance.logs import setup_logging
+from appliance.ops import install as ops
 from appliance.ops.restore import pending_restore
+from appliance.reports import loops as report_loops
+from appliance.sending import sender
 from appliance.service import Appliance
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.web.app import build_app
@@ -98,6 +103,19 @@ class ApplianceServer(uvicorn.Server):
         os._exit(1)
 
 
+def assemble(appliance: Appliance) -> None:
+    """The composition root: every part that runs loops, in start order.
+
+    Each part registers its loops with the scheduler and, where others read from it,
+    sets its typed home on the appliance (``import_worker``, ``sender``, ``metrics``).
+    """
+    import_worker.install(appliance)
+    report_loops.install(appliance)
+    retention.install(appliance)
+    sender.install(appliance)
+    ops.install(appliance)
+
+
 def _secrets(settings: Settings) -> list[str]:
     keys = ("api_key", "api_secret", "signature_secret", "auth_token", "secret")
     return [str(getattr(p, k)) for p in settings.providers.values() for k in keys
@@ -118,6 +136,7 @@ def run_server(settings: Settings, appliance: Appliance | None = None) -> None:
         appliance = appliance or Appliance(settings)
         appliance.open()
         try:
+            assemble(appliance)
             app = build_app(appliance)
             server = ApplianceServer(uvicorn_config(app, settings), settings.shutdown_timeout_s)
             log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})

@@ -1,27 +1,33 @@
-"""The app object: settings, clock, store and scheduler, and the loops they run.
+"""The app object: settings, clock, store, scheduler and the parts they share.
 
 ``Appliance`` is what the CLI builds and what the HTTP layer and the loops share.
-``open()`` migrates and starts the writer; ``start()`` (inside the event loop)
-registers and starts the scheduler's loops; ``stop()`` lets them finish their
-step; ``close()`` flushes the writer and closes every connection.
+``open()`` migrates and starts the writer; the composition root
+(:func:`appliance.server.assemble`) registers the parts' loops; ``start()`` (inside the
+event loop) starts the scheduler; ``stop()`` lets the loops finish their step;
+``close()`` flushes the writer and closes every connection.
+
+The parts that others read from have typed homes here (``providers``, ``sender``,
+``import_worker``, ``metrics``): set by whoever builds them, ``None`` until then.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from appliance.clock import Clock
 from appliance.config import Settings, ensure_data_dir
+from appliance.providers.registry import Providers
 from appliance.scheduler import Scheduler
 from appliance.store import Store
 
+if TYPE_CHECKING:
+    from appliance.imports.worker import ImportWorker
+    from appliance.ops.metrics import Metrics
+    from appliance.sending.sender import Sender
+
 log = logging.getLogger("appliance")
-
-# Each installer adds its loops (and anything else it needs) to the appliance.
-Installer = Callable[["Appliance"], None]
-
 
 class Appliance:
     def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
@@ -29,7 +35,10 @@ class Appliance:
         self.clock = clock or Clock.from_env()
         self.scheduler = Scheduler()
         self._store: Store | None = None
-        self.extras: dict[str, Any] = {}
+        self.providers = Providers(settings, now_ms=self.now_ms)
+        self.sender: Sender | None = None
+        self.import_worker: ImportWorker | None = None
+        self.metrics: Metrics | None = None
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._on_close: list[Callable[[], None]] = []
 
@@ -59,8 +68,6 @@ class Appliance:
         self._on_close.append(fn)
 
     async def start(self) -> None:
-        for install in installers():
-            install(self)
         self.scheduler.start()
         log.info("appliance started", extra={"data_dir": str(self.settings.data_dir)})
 
@@ -75,15 +82,3 @@ class Appliance:
         if self._store is not None:
             self._store.close()
             self._store = None
-
-
-def installers() -> list[Installer]:
-    """The parts that run loops, in start order."""
-    from appliance.imports.worker import install as install_imports
-    from appliance.ops.install import install as install_ops
-    from appliance.reports.loops import install as install_reports
-    from appliance.retention import install as install_retention
-    from appliance.sending.sender import install as install_sending
-
-    return [install_imports, install_reports, install_retention, install_sending,
-            install_ops]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from functools import partial
 
+import apsw
 import click
 
 from appliance.accounts import ensure_account
@@ -25,6 +27,7 @@ from appliance.imports.import_job import (
     payload_sha256,
 )
 from appliance.imports.worker import ImportWorker
+from appliance.offline import OfflineAppliance
 
 
 def _bar(job: ImportJob, started: float) -> str:
@@ -38,24 +41,22 @@ def _bar(job: ImportJob, started: float) -> str:
 
 def run_import(settings: Settings, data: bytes, list_name: str, region: str | None,
                account_name: str) -> int:
-    from appliance.cli import offline_appliance
-
     try:
         name = check_list_name(list_name)
         region_code = check_region(region, settings.imports.default_region)
         total = count_payload_lines(data, settings.imports)
     except Refused as exc:
         raise click.ClickException(exc.message) from None
-    opened = offline_appliance(settings)
+    opened = OfflineAppliance(settings)
     with opened as appliance:
         store = appliance.store
 
-        def queue(conn: object) -> ImportJob:
-            account = ensure_account(conn, account_name, appliance.now_ms())  # type: ignore[arg-type]
+        def queue(conn: apsw.Connection) -> ImportJob:
+            account = ensure_account(conn, account_name, appliance.now_ms())
             digest = payload_sha256(data)
             new = NewJob(account.id, name, region_code, default_idempotency_key(account.id, digest),
                          data, "text/plain", total, digest)
-            job, _ = create_job(conn, new, appliance.now_ms())  # type: ignore[arg-type]
+            job, _ = create_job(conn, new, appliance.now_ms())
             return job
 
         job = store.writer.call(queue)
@@ -71,7 +72,7 @@ def run_import(settings: Settings, data: bytes, list_name: str, region: str | No
                     await worker.step()
                 else:
                     await asyncio.sleep(0.2)
-                fresh = await store.readers.run(lambda c, job_id=job.id: get_job(c, job_id))
+                fresh = await store.readers.run(partial(get_job, job_id=job.id))
                 assert fresh is not None
                 job = fresh
                 now = time.monotonic()

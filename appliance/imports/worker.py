@@ -133,5 +133,5 @@ class ImportWorker:
 
 def install(appliance: Appliance) -> None:
     worker = ImportWorker(appliance)
-    appliance.extras["import_worker"] = worker
+    appliance.import_worker = worker
     appliance.scheduler.add(LOOP, worker.step, interval_s=1.0)

@@ -119,5 +119,4 @@ def install(appliance: Appliance) -> None:
     if appliance.settings.backup.interval_hours <= 0:
         return
     scheduled = ScheduledBackups(appliance)
-    appliance.extras["scheduled_backups"] = scheduled
     appliance.scheduler.add(LOOP, scheduled.step, interval_s=MAX_SLEEP_S)

@@ -37,7 +37,6 @@ def install(appliance: Appliance) -> None:
     # The report alerts' watcher, over the backup and stuck-import alerts: same state
     # keys, same log lines, same webhook payload.
     watch = AlertWatch(appliance, source=ops_alerts)
-    appliance.extras["ops_alerts"] = watch
     appliance.scheduler.add(ALERTS_LOOP, watch.step,
                             interval_s=appliance.settings.alerts.check_interval_s)
     if kept_aside(appliance.settings.data_dir):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio.to_thread
 import apsw
@@ -129,8 +128,8 @@ class ApplianceCollector(Collector):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], float(value))
             yield c
-        worker = appliance.extras.get("import_worker")
-        rate = getattr(worker, "rate", None)
+        worker = appliance.import_worker
+        rate = worker.rate if worker is not None else None
         yield _gauge("appliance_import_rows_per_second",
                      "Import rows parsed and written per second, recent chunks.",
                      rate.per_second if rate is not None else 0.0)
@@ -223,9 +222,6 @@ class Metrics:
 
 
 def metrics_for(appliance: Appliance) -> Metrics:
-    existing: Any = appliance.extras.get("metrics")
-    if isinstance(existing, Metrics):
-        return existing
-    metrics = Metrics(appliance)
-    appliance.extras["metrics"] = metrics
-    return metrics
+    if appliance.metrics is None:
+        appliance.metrics = Metrics(appliance)
+    return appliance.metrics

@@ -1,7 +1,8 @@
-"""Provider adapters: each SMS provider's wire format, and nothing else.
+"""Providers: each SMS provider's transport, wire format and report reader.
 
-No database and no sending loop here: an adapter builds the submit request, reads the
-answer, authenticates a callback and reads the reports in it. See ``docs/providers.md``.
+No database and no sending loop here: a provider's parts build the submit request, carry
+it, read the answer, authenticate a callback and read the reports in it. See
+``docs/providers.md``.
 """
 
 from .base import (
@@ -12,12 +13,16 @@ from .base import (
     Outcome,
     OutgoingMessage,
     ParsedReport,
+    Provider,
     ProviderAdapter,
     ReportParseError,
+    ReportReader,
     SubmitResult,
-    classify_transport_error,
+    Transport,
+    WireFormat,
 )
-from .registry import ADAPTERS, build_adapter
+from .http_transport import HttpTransport, classify_transport_error
+from .registry import ADAPTERS, Providers, build_adapter, build_provider
 
 __all__ = [
     "ADAPTERS",
@@ -25,12 +30,19 @@ __all__ = [
     "INTERMEDIATE_STATES",
     "AuthError",
     "CallbackRequest",
+    "HttpTransport",
     "Outcome",
     "OutgoingMessage",
     "ParsedReport",
+    "Provider",
     "ProviderAdapter",
+    "Providers",
     "ReportParseError",
+    "ReportReader",
     "SubmitResult",
+    "Transport",
+    "WireFormat",
     "build_adapter",
+    "build_provider",
     "classify_transport_error",
 ]

@@ -1,19 +1,27 @@
-"""What every provider adapter speaks: submit outcomes, report shapes, the adapter contract.
+"""What a provider is: a transport, a wire format and a report reader.
 
-An adapter is pure wire format. It turns an :class:`OutgoingMessage` into an
-``httpx.Request``, reads the provider's answer into an :class:`Outcome`, checks that a
-callback really comes from the provider (:meth:`ProviderAdapter.verify`) and reads the
-callback into :class:`ParsedReport` values. It never touches the database and never
-sends anything itself: the sender owns the connection, so the sender decides what a
-transport failure means, with :func:`classify_transport_error`:
+A configured provider (:class:`Provider`) is three parts:
 
-* ``httpx.ConnectError`` (and ``ConnectTimeout``, ``PoolTimeout``, proxy failures, a
-  bad URL): the request never left the process -> ``RETRY``.
-* ``httpx.TimeoutException`` once the request was being written or had been written
-  (``WriteTimeout``, ``ReadTimeout``), ``RemoteProtocolError``, ``ReadError``,
-  ``WriteError``: the provider may have taken the message -> ``UNCERTAIN``. Not resent
-  automatically unless the provider dedupes on our ref (``dedupes_on_ref``); a delivery
-  report resolves it.
+* a :class:`Transport` carries submissions to the provider and says what came of each
+  (:class:`Outcome`): for the HTTP kinds an ``HttpTransport`` (a pool of keep-alive
+  connections and the token bucket), for SMPP a bound session;
+* a :class:`WireFormat` (HTTP kinds) turns an :class:`OutgoingMessage` into an
+  ``httpx.Request`` and reads the answer into an :class:`Outcome`. It never touches the
+  database and never sends anything itself: the transport owns the connection, so the
+  transport decides what a failure to send means (for HTTP,
+  :func:`~appliance.providers.http_transport.classify_transport_error`);
+* a :class:`ReportReader` checks that a callback really comes from the provider
+  (:meth:`ReportReader.verify`) and reads the callback into :class:`ParsedReport` values.
+  A provider that reports over its own session (SMPP receipts) has none.
+
+The HTTP kinds (:class:`ProviderAdapter` subclasses) are one class each that is both the
+wire format and the report reader, since both speak the same provider's dialect and
+share its settings and signatures.
+
+Outcomes, from the money point of view: a request that never left the process is
+``RETRY``; one that may have reached the provider (timeout after writing, a dropped
+connection, an unreadable answer) is ``UNCERTAIN``: not resent automatically unless the
+provider dedupes on our ref (``dedupes_on_ref``); a delivery report resolves it.
 
 Mapped report states: final ``DELIVERED``, ``FAILED``, ``EXPIRED``, ``REJECTED``;
 intermediate ``ACCEPTED``, ``ENROUTE``. A provider status word an adapter does not know
@@ -23,7 +31,7 @@ message history but can never close a message or move it backwards.
 Errors from a callback are two kinds and only two: :class:`AuthError` (the caller answers
 ``401`` and applies nothing) and :class:`ReportParseError` (authenticated but not
 understood: the caller keeps the raw request and still answers ``2xx``).
-:meth:`ProviderAdapter.parse_reports` guarantees that nothing else escapes it.
+:meth:`ReportReader.parse_reports` guarantees that nothing else escapes it.
 """
 
 from __future__ import annotations
@@ -139,29 +147,6 @@ def report(
     )
 
 
-def classify_transport_error(exc: Exception) -> Outcome:
-    """Map an exception raised while sending a submission to an :class:`Outcome`.
-
-    Only the sender knows whether bytes went out; httpx tells it through the exception
-    type. Anything never sent is ``RETRY``; anything possibly received is ``UNCERTAIN``.
-    """
-    name = type(exc).__name__
-    never_sent = (
-        httpx.ConnectError,
-        httpx.ConnectTimeout,
-        httpx.PoolTimeout,
-        httpx.ProxyError,
-        httpx.UnsupportedProtocol,
-        httpx.InvalidURL,
-        httpx.LocalProtocolError,
-    )
-    if isinstance(exc, never_sent):
-        return Outcome(SubmitResult.RETRY, error=f"not sent: {name}")
-    # WriteTimeout, ReadTimeout, ReadError, WriteError, RemoteProtocolError and anything
-    # unforeseen: the provider may hold the message.
-    return Outcome(SubmitResult.UNCERTAIN, error=f"outcome unknown: {name}")
-
-
 def parse_retry_after(value: str | None, now_ms: int) -> float | None:
     """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP-date."""
     if value is None:
@@ -272,15 +257,150 @@ OptionDefaults = Mapping[str, bool | float | str]
 """Per-kind option names and their defaults (the type of a default is the type)."""
 
 
-class ProviderAdapter(ABC):
-    """One provider's wire format. Subclasses set ``kind`` and implement the verbs.
-
-    ``OPTIONS`` lists the extra per-provider settings a kind understands (read from the
-    provider's TOML table) with their defaults; any other key, or a value of the wrong
-    type, is a :class:`ConfigError` when the adapter is built.
-    """
+class ProviderPart:
+    """What each part of a provider knows: its kind, name, settings and clock."""
 
     kind: ClassVar[str] = ""
+    settings: ProviderSettings
+    name: str
+
+    def now_ms(self) -> int:
+        raise NotImplementedError
+
+
+class WireFormat(ProviderPart, ABC):
+    """An HTTP provider's submission format: the request for a message, and what its
+    answer means. Pure: no connection, no database."""
+
+    @abstractmethod
+    def build_request(self, msg: OutgoingMessage) -> httpx.Request:
+        """The provider's submit request for one message, against ``settings.base_url``."""
+
+    @abstractmethod
+    def interpret_response(self, response: httpx.Response) -> Outcome:
+        """Read the provider's answer to a submission."""
+
+    def http_outcome(self, response: httpx.Response, error_text: str) -> Outcome | None:
+        """The verdict for a non-2xx answer, or ``None`` for a 2xx the adapter must read.
+
+        429 (and 408, 425) -> RETRY honouring ``Retry-After``; 5xx -> RETRY except 504,
+        where a gateway gave up waiting for a provider that may have taken the message
+        (UNCERTAIN); other 4xx -> REJECTED; 301/307/308 (the API moved, typically an
+        ``http://`` base URL: the request was not processed) -> RETRY; any other answer
+        (302/303 may follow a processed POST) -> UNCERTAIN.
+        """
+        code = response.status_code
+        if 200 <= code < 300:
+            return None
+        label = f"{self.kind} http {code}"
+        detail = f"{label}: {error_text}" if error_text else label
+        if code in (408, 425, 429):
+            wait = parse_retry_after(response.headers.get("retry-after"), self.now_ms())
+            return Outcome(SubmitResult.RETRY, retry_after_s=wait, error=short(detail))
+        if code == 504:
+            return Outcome(SubmitResult.UNCERTAIN, error=short(detail))
+        if code >= 500:
+            wait = parse_retry_after(response.headers.get("retry-after"), self.now_ms())
+            return Outcome(SubmitResult.RETRY, retry_after_s=wait, error=short(detail))
+        if 400 <= code < 500:
+            return Outcome(SubmitResult.REJECTED, error=short(detail))
+        if code in (301, 307, 308):
+            where = response.headers.get("location", "")
+            moved = f"{label}: moved to {where}" if where else label
+            return Outcome(SubmitResult.RETRY, error=short(moved))
+        return Outcome(SubmitResult.UNCERTAIN, error=short(detail))
+
+
+class ReportReader(ProviderPart, ABC):
+    """Proves that a callback is the provider's and reads the reports it carries."""
+
+    def verify(self, req: CallbackRequest) -> None:
+        """Raise :class:`AuthError`, and nothing else, unless the callback is proven
+        to be the provider's."""
+        try:
+            self._verify(req)
+        except AuthError:
+            raise
+        except Exception as exc:
+            raise AuthError(short(f"cannot verify: {type(exc).__name__}")) from None
+
+    @abstractmethod
+    def _verify(self, req: CallbackRequest) -> None:
+        """Adapter-specific check; raises :class:`AuthError` (anything else becomes one)."""
+
+    def parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
+        """The reports a verified callback carries (``[]`` for one that carries none).
+
+        Raises :class:`ReportParseError`, and nothing else, when it cannot be read.
+        """
+        try:
+            return self._parse_reports(req)
+        except (ReportParseError, AuthError):
+            raise
+        except RecursionError:
+            raise ReportParseError("nested too deeply") from None
+        except Exception as exc:
+            raise ReportParseError(short(f"{type(exc).__name__}: {exc}")) from None
+
+    @abstractmethod
+    def _parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
+        """Adapter-specific reading; may raise anything, the caller wraps it."""
+
+    def callback_response(self) -> tuple[int, bytes, str]:
+        """What to answer once the callback is stored: ``(status, body, content type)``."""
+        return (200, b"", "text/plain")
+
+
+class Transport(ABC):
+    """How submissions reach a provider, and what came of each.
+
+    ``concurrency`` is how many submissions it can have in flight at once (the sender
+    sizes its batches by it). :meth:`submit` never raises: every failure is an
+    :class:`Outcome` (``RETRY`` when nothing left the process, ``UNCERTAIN`` when the
+    provider may have the message).
+    """
+
+    concurrency: int = 1
+
+    @abstractmethod
+    async def submit(self, msg: OutgoingMessage) -> Outcome:
+        """Submit one message; pace it by the provider's rate."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections or end the session (after the last submission)."""
+
+    def status(self) -> Mapping[str, float | str | bool]:
+        """What the transport's state is now, for ``/metrics`` and ``/readyz``."""
+        return {}
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A configured provider: how it is reached, and how its reports are read."""
+
+    name: str
+    kind: str
+    settings: ProviderSettings
+    transport: Transport
+    # None for a provider that reports over its own session rather than by callback.
+    reports: ReportReader | None
+    # The provider itself drops a second submission of our ref: an uncertain send may
+    # be resent.
+    dedupes_on_ref: bool
+    # Its reports carry only its own id: the sender records the id -> ref mapping.
+    reports_by_provider_id_only: bool
+
+
+class ProviderAdapter(WireFormat, ReportReader):
+    """One HTTP provider kind: its wire format and its report reader, from its settings.
+
+    Subclasses set ``kind`` and implement the verbs. ``OPTIONS`` lists the extra
+    per-provider settings a kind understands (read from the provider's TOML table) with
+    their defaults; any other key, or a value of the wrong type, is a
+    :class:`ConfigError` when the adapter is built.
+    """
+
     OPTIONS: ClassVar[OptionDefaults] = {}
     reports_by_provider_id_only: ClassVar[bool] = False
 
@@ -353,81 +473,3 @@ class ProviderAdapter(ABC):
 
     def endpoint(self, path: str) -> str:
         return self.settings.base_url.rstrip("/") + path
-
-    # -- submission --------------------------------------------------------------------
-
-    @abstractmethod
-    def build_request(self, msg: OutgoingMessage) -> httpx.Request:
-        """The provider's submit request for one message, against ``settings.base_url``."""
-
-    @abstractmethod
-    def interpret_response(self, response: httpx.Response) -> Outcome:
-        """Read the provider's answer to a submission."""
-
-    def http_outcome(self, response: httpx.Response, error_text: str) -> Outcome | None:
-        """The verdict for a non-2xx answer, or ``None`` for a 2xx the adapter must read.
-
-        429 (and 408, 425) -> RETRY honouring ``Retry-After``; 5xx -> RETRY except 504,
-        where a gateway gave up waiting for a provider that may have taken the message
-        (UNCERTAIN); other 4xx -> REJECTED; 301/307/308 (the API moved, typically an
-        ``http://`` base URL: the request was not processed) -> RETRY; any other answer
-        (302/303 may follow a processed POST) -> UNCERTAIN.
-        """
-        code = response.status_code
-        if 200 <= code < 300:
-            return None
-        label = f"{self.kind} http {code}"
-        detail = f"{label}: {error_text}" if error_text else label
-        if code in (408, 425, 429):
-            wait = parse_retry_after(response.headers.get("retry-after"), self.now_ms())
-            return Outcome(SubmitResult.RETRY, retry_after_s=wait, error=short(detail))
-        if code == 504:
-            return Outcome(SubmitResult.UNCERTAIN, error=short(detail))
-        if code >= 500:
-            wait = parse_retry_after(response.headers.get("retry-after"), self.now_ms())
-            return Outcome(SubmitResult.RETRY, retry_after_s=wait, error=short(detail))
-        if 400 <= code < 500:
-            return Outcome(SubmitResult.REJECTED, error=short(detail))
-        if code in (301, 307, 308):
-            where = response.headers.get("location", "")
-            moved = f"{label}: moved to {where}" if where else label
-            return Outcome(SubmitResult.RETRY, error=short(moved))
-        return Outcome(SubmitResult.UNCERTAIN, error=short(detail))
-
-    # -- callbacks ---------------------------------------------------------------------
-
-    def verify(self, req: CallbackRequest) -> None:
-        """Raise :class:`AuthError`, and nothing else, unless the callback is proven
-        to be the provider's."""
-        try:
-            self._verify(req)
-        except AuthError:
-            raise
-        except Exception as exc:
-            raise AuthError(short(f"cannot verify: {type(exc).__name__}")) from None
-
-    @abstractmethod
-    def _verify(self, req: CallbackRequest) -> None:
-        """Adapter-specific check; raises :class:`AuthError` (anything else becomes one)."""
-
-    def parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
-        """The reports a verified callback carries (``[]`` for one that carries none).
-
-        Raises :class:`ReportParseError`, and nothing else, when it cannot be read.
-        """
-        try:
-            return self._parse_reports(req)
-        except (ReportParseError, AuthError):
-            raise
-        except RecursionError:
-            raise ReportParseError("nested too deeply") from None
-        except Exception as exc:
-            raise ReportParseError(short(f"{type(exc).__name__}: {exc}")) from None
-
-    @abstractmethod
-    def _parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
-        """Adapter-specific reading; may raise anything, the caller wraps it."""
-
-    def callback_response(self) -> tuple[int, bytes, str]:
-        """What to answer once the callback is stored: ``(status, body, content type)``."""
-        return (200, b"", "text/plain")

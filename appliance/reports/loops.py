@@ -10,13 +10,9 @@ def install(appliance: Appliance) -> None:
     rec = reconciler.Reconciler(appliance)
     cut = cutoff.CutOff(appliance)
     watch = alerts.AlertWatch(appliance)
-    appliance.extras["reconciler"] = rec
-    appliance.extras["cutoff"] = cut
-    appliance.extras["alerts"] = watch
     appliance.scheduler.add(reconciler.LOOP, rec.step, interval_s=reconciler.POLL_S)
     appliance.scheduler.add(cutoff.LOOP, cut.step, interval_s=cut.interval_s)
     appliance.scheduler.add(alerts.LOOP, watch.step,
                             interval_s=appliance.settings.alerts.check_interval_s)
     again = reparse.Reparser(appliance)
-    appliance.extras["reparser"] = again
     appliance.scheduler.add(reparse.LOOP, again.step, interval_s=reparse.INTERVAL_S)

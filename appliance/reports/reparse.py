@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from appliance.providers import CallbackRequest, ProviderAdapter, ReportParseError
-from appliance.reports.adapters import all_adapters
+from appliance.providers import CallbackRequest, ReportParseError, ReportReader
 from appliance.reports.apply import settle
 from appliance.reports.inbox import file_report, from_parsed
 from appliance.service import Appliance
@@ -35,7 +34,7 @@ class Reparsed:
     reports: int = 0
 
 
-def reparse(conn: apsw.Connection, adapters: Mapping[str, ProviderAdapter], now_ms: int,
+def reparse(conn: apsw.Connection, adapters: Mapping[str, ReportReader], now_ms: int,
             after_id: int, limit: int) -> tuple[Reparsed, int]:
     """Offer up to ``limit`` quarantined callbacks with ``id > after_id`` to their
     adapters again (a write unit). Returns the counts and the last id looked at."""
@@ -76,7 +75,8 @@ class Reparser:
         self.totals = Reparsed()
 
     async def step(self) -> float | None:
-        adapters = all_adapters(self.appliance)
+        adapters = {name: p.reports for name, p in self.appliance.providers.all().items()
+                    if p.reports is not None}
         now = self.appliance.now_ms()
         result, last = await self.appliance.store.writer.run(
             lambda c: reparse(c, adapters, now, self.after_id, self.batch))

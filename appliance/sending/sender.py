@@ -3,15 +3,12 @@
 One scheduler loop, ``sender``. Each step, for each configured provider with room
 in its pipeline (at most :data:`PIPELINE_DEPTH` batches in flight), claims a batch of
 due messages in one write unit (-> ``SENDING``, committed before any byte leaves),
-then submits the batch in a task while the loop goes on to claim the next one. A
-batch's submissions share the provider's token bucket (``rate_per_s``) and its
-connections: ``concurrency`` keep-alive ``httpx.AsyncClient`` objects of one
-connection each, checked out one per submission, so the set of clients is the
-concurrency cap. (One shared client with N connections costs a readiness probe of
-every pooled connection on each request; measured on two cores, 32 connections in one
-client gave 48 submissions/s against 102/s for 32 one-connection clients.) When every
-submission of the batch has an outcome, one write unit records them all with
-guarded updates and applies the reports that arrived early (DLR-6).
+then submits the batch in a task while the loop goes on to claim the next one. The
+provider's transport (:mod:`appliance.providers.http_transport` for the HTTP kinds)
+paces the submissions by its rate and caps them at its concurrency, and says what
+came of each. When every submission of the batch has an outcome, one write unit
+records them all with guarded updates and applies the reports that arrived early
+(DLR-6).
 
 A batch is at most about one second of the provider's rate (never more than
 ``[sending] batch_size``): messages claimed but not yet sent when the process dies
@@ -33,17 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import apsw
-import httpx
 
-from appliance.providers.base import (
-    Outcome,
-    OutgoingMessage,
-    ProviderAdapter,
-    SubmitResult,
-    classify_transport_error,
-    short,
-)
-from appliance.providers.registry import build_adapter
+from appliance.providers.base import Outcome, OutgoingMessage, Provider
 from appliance.sending.messages import (
     Claimed,
     Recorded,
@@ -52,7 +40,6 @@ from appliance.sending.messages import (
     record_outcomes,
     recover_interrupted,
 )
-from appliance.sending.rate import TokenBucket
 from appliance.service import Appliance
 
 log = logging.getLogger("appliance.sender")
@@ -109,62 +96,36 @@ class SendCounters:
 
 
 class ProviderLane:
-    """One provider's pacing: its adapter, token bucket, concurrency cap, batches."""
+    """One provider's batches: its transport, the batch size, the batches in flight."""
 
-    def __init__(self, adapter: ProviderAdapter, batch_size: int) -> None:
-        s = adapter.settings
-        self.adapter = adapter
-        self.name = adapter.name
-        self.bucket = TokenBucket(s.rate_per_s) if s.rate_per_s > 0 else None
-        self.concurrency = max(1, s.concurrency)
-        self._clients: asyncio.Queue[httpx.AsyncClient] | None = None
-        self._all_clients: list[httpx.AsyncClient] = []
+    def __init__(self, provider: Provider, batch_size: int) -> None:
+        s = provider.settings
+        self.provider = provider
+        self.name = provider.name
+        self.transport = provider.transport
         rate_batch = math.ceil(s.rate_per_s) if s.rate_per_s > 0 else batch_size
-        self.batch_size = max(1, min(batch_size, max(s.concurrency, rate_batch)))
+        self.batch_size = max(1, min(batch_size, max(self.transport.concurrency, rate_batch)))
         self.in_flight: set[asyncio.Task[None]] = set()
         self.recovered = False
 
-    def clients(self, timeout_s: float) -> asyncio.Queue[httpx.AsyncClient]:
-        """The lane's idle connections; taking one is taking a concurrency slot."""
-        if self._clients is None:
-            self._clients = asyncio.Queue()
-            for _ in range(self.concurrency):
-                client = httpx.AsyncClient(
-                    timeout=httpx.Timeout(timeout_s),
-                    limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                    follow_redirects=False,
-                )
-                self._all_clients.append(client)
-                self._clients.put_nowait(client)
-        return self._clients
-
-    async def close(self) -> None:
-        for client in self._all_clients:
-            await client.aclose()
-        self._all_clients.clear()
-        self._clients = None
-
 
 class Sender:
-    def __init__(self, appliance: Appliance,
-                 adapters: dict[str, ProviderAdapter] | None = None) -> None:
+    def __init__(self, appliance: Appliance) -> None:
         self.appliance = appliance
         settings = appliance.settings
-        if adapters is None:
-            adapters = {name: build_adapter(p, now_ms=appliance.now_ms)
-                        for name, p in settings.providers.items()}
-        self.adapters = adapters
-        self.lanes = {name: ProviderLane(a, settings.sending.batch_size)
-                      for name, a in adapters.items()}
+        self.lanes: dict[str, ProviderLane] = {}
+        for name in settings.providers:
+            provider = appliance.providers.get(name)
+            assert provider is not None
+            self.lanes[name] = ProviderLane(provider, settings.sending.batch_size)
         self.counters = SendCounters()
 
     async def close(self) -> None:
-        """Finish the batches in flight (outcomes recorded), then close the connections."""
+        """Finish the batches in flight (outcomes recorded), then close the transports."""
         tasks = [t for lane in self.lanes.values() for t in lane.in_flight]
         if tasks:
             await asyncio.wait(tasks, timeout=self.appliance.settings.shutdown_timeout_s)
-        for lane in self.lanes.values():
-            await lane.close()
+        await self.appliance.providers.close()
 
     # -- the loop ----------------------------------------------------------------------
     async def step(self) -> float | None:
@@ -201,7 +162,7 @@ class Sender:
 
     async def _recover(self, lane: ProviderLane) -> None:
         now = self.appliance.now_ms()
-        dedupes = lane.adapter.dedupes_on_ref
+        dedupes = lane.provider.dedupes_on_ref
         count = await self.appliance.store.writer.run(
             lambda c: recover_interrupted(c, lane.name, now, dedupes))
         lane.recovered = True
@@ -218,42 +179,23 @@ class Sender:
             self.appliance.scheduler.wake(LOOP)
 
     async def _submit(self, lane: ProviderLane, msg: Claimed) -> Outcome:
-        adapter = lane.adapter
         callback = f"{self.appliance.settings.callback_base}/callbacks/{lane.name}"
-        try:
-            request = adapter.build_request(
-                OutgoingMessage(ref=msg.ref, msisdn=msg.msisdn, body=msg.body,
-                                callback_url=callback))
-        except Exception as exc:  # nothing went out: safe to try again later
-            return Outcome(SubmitResult.RETRY, error=short(f"cannot build request: {exc}"))
-        idle = lane.clients(self.appliance.settings.sending.submit_timeout_s)
-        client = await idle.get()
-        try:
-            if lane.bucket is not None:
-                await lane.bucket.acquire()
-            self.counters.attempts += 1
-            try:
-                response = await client.send(request)
-            except Exception as exc:
-                return classify_transport_error(exc)
-        finally:
-            idle.put_nowait(client)
-        try:
-            return adapter.interpret_response(response)
-        except Exception as exc:  # the provider answered something: it may have it
-            return Outcome(SubmitResult.UNCERTAIN, error=short(f"unreadable answer: {exc}"))
+        self.counters.attempts += 1
+        return await lane.transport.submit(
+            OutgoingMessage(ref=msg.ref, msisdn=msg.msisdn, body=msg.body,
+                            callback_url=callback))
 
     async def _record(self, lane: ProviderLane, results: list[tuple[Claimed, Outcome]]) -> None:
         sending = self.appliance.settings.sending
-        adapter = lane.adapter
+        provider = lane.provider
         for attempt in range(RECORD_TRIES):
             now = self.appliance.now_ms()
 
             def unit(c: apsw.Connection, now: int = now) -> Recorded:
                 return record_outcomes(
                     c, lane.name, results, now, max_attempts=sending.max_attempts,
-                    dedupes_on_ref=adapter.dedupes_on_ref,
-                    map_provider_ids=adapter.reports_by_provider_id_only)
+                    dedupes_on_ref=provider.dedupes_on_ref,
+                    map_provider_ids=provider.reports_by_provider_id_only)
 
             try:
                 rec = await self.appliance.store.writer.run(unit)
@@ -273,9 +215,8 @@ def install(appliance: Appliance) -> None:
     from appliance.sending.expansion import CampaignExpander
 
     sender = Sender(appliance)
-    appliance.extras["sender"] = sender
+    appliance.sender = sender
     appliance.scheduler.add(LOOP, sender.step, interval_s=IDLE_S)
     appliance.on_stop(sender.close)
     expander = CampaignExpander(appliance)
-    appliance.extras["campaign_expander"] = expander
     appliance.scheduler.add("campaigns", expander.step, interval_s=1.0)

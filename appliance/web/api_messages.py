@@ -63,7 +63,8 @@ async def _json_object(request: Request) -> dict[str, Any]:
     return data
 
 
-def _text(appliance: Appliance, value: Any) -> str:
+def check_body(appliance: Appliance, value: Any) -> str:
+    """A message body as sent (API or console form); :class:`ApiError` 422 otherwise."""
     limit = appliance.settings.sending.max_body_chars
     if not isinstance(value, str) or not value.strip():
         raise ApiError(422, "invalid_body", "'body' must be a non-empty string")
@@ -76,7 +77,8 @@ def _text(appliance: Appliance, value: Any) -> str:
     return value
 
 
-def _provider(appliance: Appliance, value: Any) -> str:
+def check_provider(appliance: Appliance, value: Any) -> str:
+    """A configured provider's name, the default one for ``None``; 422 otherwise."""
     if value is None:
         name = appliance.settings.default_provider
         if not name:
@@ -89,7 +91,8 @@ def _provider(appliance: Appliance, value: Any) -> str:
     return value
 
 
-def _msisdn(appliance: Appliance, value: Any, field: str = "to") -> str:
+def check_to(appliance: Appliance, value: Any, field: str = "to") -> str:
+    """A recipient as E.164 (the default region applies); 422 naming ``field`` otherwise."""
     if not isinstance(value, str) or len(value) > MAX_MSISDN_CHARS:
         raise ApiError(422, "invalid_to", f"'{field}' must be a phone number string")
     found = normalise_msisdn(value, appliance.settings.imports.default_region)
@@ -136,9 +139,9 @@ async def send_message(request: Request) -> Response:
     key = _idempotency_key(request)
     new = msgs.NewMessage(
         account_id=account.id,
-        msisdn=_msisdn(appliance, data.get("to")),
-        body=_text(appliance, data.get("body")),
-        provider=_provider(appliance, data.get("provider")),
+        msisdn=check_to(appliance, data.get("to")),
+        body=check_body(appliance, data.get("body")),
+        provider=check_provider(appliance, data.get("provider")),
         idempotency_key=key,
     )
     now = appliance.now_ms()
@@ -177,7 +180,7 @@ async def find_messages(request: Request) -> Response:
     raw = request.query_params.get("msisdn")
     if raw is None:
         raise ApiError(422, "missing_msisdn", "give the number to look up as ?msisdn=")
-    msisdn = _msisdn(appliance, raw, "msisdn")
+    msisdn = check_to(appliance, raw, "msisdn")
     found = await appliance.store.readers.run(
         lambda c: msgs.messages_for_msisdn(c, account.id, msisdn))
     return JSONResponse({"msisdn": msisdn, "messages": [message_json(m) for m in found]})
@@ -220,8 +223,8 @@ async def create_campaign(request: Request) -> Response:
     new = camp.NewCampaign(
         account_id=account.id,
         list_name=list_name.strip(),
-        provider=_provider(appliance, data.get("provider")),
-        body=_text(appliance, data.get("body")),
+        provider=check_provider(appliance, data.get("provider")),
+        body=check_body(appliance, data.get("body")),
         idempotency_key=key if key is not None else "auto:" + new_ref(now),
     )
     try:

@@ -19,7 +19,6 @@ from starlette.routing import BaseRoute, Route
 
 from appliance.config import ConfigError
 from appliance.providers import AuthError, CallbackRequest, ReportParseError
-from appliance.reports.adapters import adapter_for
 from appliance.reports.apply import receive
 from appliance.reports.inbox import InboxReport, RawCallback, from_parsed
 from appliance.service import Appliance
@@ -36,12 +35,15 @@ async def callback(request: Request) -> Response:
     appliance: Appliance = request.app.state.appliance
     name = request.path_params["provider"]
     try:
-        adapter = adapter_for(appliance, name)
+        provider = appliance.providers.get(name)
     except ConfigError as exc:
         log.error("callback for provider %s cannot be checked: %s", name, exc)
         return _plain(503, "provider misconfigured")
-    if adapter is None:
+    if provider is None:
         return _plain(404, "no such provider")
+    adapter = provider.reports
+    if adapter is None:
+        return _plain(404, "this provider reports over its own session, not by callback")
     body = await read_bounded(request, appliance.settings.reports.max_callback_bytes)
     if body is None:
         return _plain(413, "callback body too large")

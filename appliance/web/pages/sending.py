@@ -24,7 +24,7 @@ from appliance.imports.import_job import list_jobs, list_lists, list_summary
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending.refs import new_ref
-from appliance.web.api_messages import _msisdn, _provider, _text, campaign_json
+from appliance.web.api_messages import campaign_json, check_body, check_provider, check_to
 from appliance.web.errors import ApiError
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import page
@@ -81,11 +81,11 @@ def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, An
     appliance = appliance_of(request)
     provider = _field(form, "provider") or None
     out: dict[str, Any] = {
-        "body": _text(appliance, _field(form, "body")),
-        "provider": _provider(appliance, provider),
+        "body": check_body(appliance, _field(form, "body")),
+        "provider": check_provider(appliance, provider),
     }
     if need_to:
-        out["to"] = _msisdn(appliance, _field(form, "to"))
+        out["to"] = check_to(appliance, _field(form, "to"))
     return out
 
 
