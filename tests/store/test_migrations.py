@@ -20,20 +20,23 @@ def shape(path: Path) -> dict[str, Any]:
     conn = open_connection(str(path), readonly=True)
     try:
         out: dict[str, Any] = {}
-        for (name,) in conn.execute(
-                "SELECT name FROM sqlite_schema WHERE type = 'table'"
-                " AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall():
-            cols = conn.execute(f"SELECT name, type, \"notnull\", dflt_value, pk"
-                                f" FROM pragma_table_info('{name}') ORDER BY name").fetchall()
+        tables: list[Any] = conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table'"
+            " AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+        for (name,) in tables:
+            cols: list[Any] = conn.execute(
+                "SELECT name, type, \"notnull\", dflt_value, pk"
+                f" FROM pragma_table_info('{name}') ORDER BY name").fetchall()
             out[f"table {name}"] = sorted(tuple(c) for c in cols)
-        for name, table, unique in conn.execute(
-                "SELECT il.name, m.name, il.\"unique\" FROM sqlite_schema m,"
-                " pragma_index_list(m.name) il WHERE m.type = 'table'").fetchall():
-            cols = [r[0] for r in conn.execute(
-                f"SELECT name FROM pragma_index_info('{name}') ORDER BY seqno").fetchall()]
+        indexes: list[Any] = conn.execute(
+            "SELECT il.name, m.name, il.\"unique\" FROM sqlite_schema m,"
+            " pragma_index_list(m.name) il WHERE m.type = 'table'").fetchall()
+        for name, table, unique in indexes:
+            info: list[Any] = conn.execute(
+                f"SELECT name FROM pragma_index_info('{name}') ORDER BY seqno").fetchall()
+            covered = [str(r[0]) for r in info]
             # Auto-indexes carry a generated name; compare them by what they cover.
-            key = f"index {table}({','.join(str(c) for c in cols)})"
-            out[key] = (table, int(unique), cols)
+            out[f"index {table}({','.join(covered)})"] = (table, int(unique), covered)
         return out
     finally:
         conn.close()
