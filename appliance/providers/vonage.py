@@ -28,6 +28,8 @@ from typing import ClassVar
 
 import httpx
 
+from appliance.sending.segments import is_gsm7
+
 from .base import (
     UNKNOWN_WORD_STATE,
     AuthError,
@@ -50,20 +52,6 @@ from .base import (
 )
 
 SIGNATURE_METHODS = ("md5hash", "md5", "sha1", "sha256", "sha512")
-
-# GSM 03.38 default alphabet (the escape character itself excluded) and the characters
-# reachable through its extension table. Anything else needs type=unicode (UCS-2).
-GSM7_BASIC = frozenset(
-    "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?"
-    "¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà"
-)
-GSM7_EXTENSION = frozenset("\f^{}\\[~]|€")
-
-
-def is_gsm7(text: str) -> bool:
-    """True when every character of ``text`` can be sent in the GSM 7-bit alphabet."""
-    return all(ch in GSM7_BASIC or ch in GSM7_EXTENSION for ch in text)
-
 
 def vonage_signature(params: Mapping[str, str], secret: str, method: str) -> str:
     """Vonage's signature over ``params`` (``sig`` ignored), as lower-case hex."""

@@ -20,7 +20,7 @@ from appliance.providers import (
     SubmitResult,
     build_adapter,
 )
-from appliance.providers.vonage import GSM7_BASIC, GSM7_EXTENSION, VonageAdapter, is_gsm7
+from appliance.providers.vonage import VonageAdapter
 from tests.providers.provider_test_support import (
     NOW_MS,
     FakeProvider,
@@ -130,15 +130,6 @@ def test_signed_request_carries_sig_instead_of_api_secret() -> None:
     assert "api_secret" not in fields
     assert fields["timestamp"] == str(NOW_MS // 1000)
     assert fields["sig"] == reference_sig(fields, "sigsecret", "sha256")
-
-
-def test_gsm7_alphabet() -> None:
-    assert len(GSM7_BASIC) == 127  # 128 code points, the escape excluded
-    assert len(GSM7_EXTENSION) == 10
-    assert is_gsm7("Hello @ £5 {ok} [x] ~ | € \\ ^ ÄÖÜäöüñÑÇ")
-    for ch in "şğıİŞĞçâ✓😀`":
-        assert not is_gsm7(f"abc{ch}"), ch
-    assert is_gsm7("")
 
 
 # -- interpret_response ----------------------------------------------------------------
