@@ -410,6 +410,11 @@ class ProviderAdapter(ABC):
     def _verify(self, req: CallbackRequest) -> None:
         """Adapter-specific check; raises :class:`AuthError` (anything else becomes one)."""
 
+    def signed_age_s(self, req: CallbackRequest) -> float | None:
+        """Seconds from the time signed into a verified callback to now, for the report
+        age metric; ``None`` when the kind signs no time (the default)."""
+        return None
+
     def parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
         """The reports a verified callback carries (``[]`` for one that carries none).
 

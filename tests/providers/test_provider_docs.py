@@ -42,3 +42,17 @@ def test_simulator_defaults_are_the_documented_ones() -> None:
         simulator_kind.SIMULATOR_SIGNATURE_SECRET,
     ):
         assert f'"{value}"' in DOC, value
+
+
+def test_vonage_accepts_any_age_by_default_as_documented() -> None:
+    assert vonage.VonageAdapter.OPTIONS["max_skew_s"] == 0.0
+    assert "# max_skew_s = 0 " in DOC
+    assert "A signed receipt of any age is accepted" in DOC
+    assert "appliance_signed_report_age_seconds" in DOC
+
+
+def test_twilio_port_forms_are_documented() -> None:
+    assert twilio.url_variants("https://sms.example.com:8443/cb") == [
+        "https://sms.example.com:8443/cb", "https://sms.example.com/cb"]
+    assert "`https://sms.example.com:8443/...` also\n  matches a signature over" in DOC
+    assert "(the form `a=1&a=1` signs as `a1`)" in DOC
