@@ -327,6 +327,12 @@ class ProviderAdapter(ABC):
         """Raise :class:`ConfigError` for a missing required setting. Extended per kind."""
         self._require("base_url")
 
+    def config_problems(self, callback_url: str) -> list[str]:
+        """What the provider would refuse in this configuration, found before anything is
+        sent (MSG-7): one line each, naming the limit. ``callback_url`` is the URL the
+        sender hands this provider. Kinds with limits extend it; by default none."""
+        return []
+
     def _require(self, *keys: str) -> None:
         for key in keys:
             if not getattr(self.settings, key):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from appliance.config import ConfigError, ProviderSettings
+from appliance.config import ConfigError, ProviderSettings, Settings
 
 from .base import ProviderAdapter
 from .http_json import HttpJsonAdapter
@@ -36,3 +36,18 @@ def build_adapter(
             f"[providers.{settings.name}] kind: {settings.kind!r} is not one of {kinds}"
         ) from None
     return cls(settings, now_ms=now_ms)
+
+
+def check_providers(settings: Settings) -> None:
+    """Build every provider's adapter and ask it what its provider would refuse (MSG-7).
+
+    :class:`ConfigError` for a bad provider table, or naming every limit exceeded, so
+    ``config check`` and ``serve`` refuse a config that the provider would refuse per
+    message.
+    """
+    problems: list[str] = []
+    for name, provider in settings.providers.items():
+        adapter = build_adapter(provider)
+        problems += adapter.config_problems(settings.callback_url(name))
+    if problems:
+        raise ConfigError("; ".join(problems))

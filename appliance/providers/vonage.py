@@ -150,6 +150,8 @@ class VonageAdapter(ProviderAdapter):
 
     kind = "vonage"
     OPTIONS: ClassVar[OptionDefaults] = {"sign_requests": False, "max_skew_s": 0.0}
+    # The SMS API refuses a longer ``callback`` with status 23 (Invalid Callback Url).
+    CALLBACK_MAX_CHARS: ClassVar[int | None] = 100
 
     def _check_settings(self) -> None:
         self._require("base_url", "api_key")
@@ -157,6 +159,17 @@ class VonageAdapter(ProviderAdapter):
             self._require("signature_secret")
         else:
             self._require("api_secret")
+
+    def config_problems(self, callback_url: str) -> list[str]:
+        problems = super().config_problems(callback_url)
+        limit = self.CALLBACK_MAX_CHARS
+        if limit is not None and len(callback_url) > limit:
+            problems.append(
+                f"[providers.{self.name}] callback URL {callback_url} is {len(callback_url)}"
+                f" characters; Vonage accepts at most {limit} in `callback` (shorten"
+                " public_url or the provider name)"
+            )
+        return problems
 
     # -- submission --------------------------------------------------------------------
 

@@ -219,7 +219,7 @@ class Sender:
 
     async def _submit(self, lane: ProviderLane, msg: Claimed) -> Outcome:
         adapter = lane.adapter
-        callback = f"{self.appliance.settings.callback_base}/callbacks/{lane.name}"
+        callback = self.appliance.settings.callback_url(lane.name)
         try:
             request = adapter.build_request(
                 OutgoingMessage(ref=msg.ref, msisdn=msg.msisdn, body=msg.body,

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from starlette.responses import JSONResponse, Response
 
-from appliance.config import ProviderSettings
+from appliance.config import ConfigError, ProviderSettings, Settings
 from appliance.providers import (
     AuthError,
     CallbackRequest,
@@ -20,6 +20,7 @@ from appliance.providers import (
     SubmitResult,
     build_adapter,
 )
+from appliance.providers.registry import check_providers
 from appliance.providers.vonage import VonageAdapter
 from tests.providers.provider_test_support import (
     NOW_MS,
@@ -554,3 +555,46 @@ def test_against_a_local_fake_signed_receipt_round_trip() -> None:
     a.verify(req)
     [rep] = a.parse_reports(req)
     assert (rep.ref, rep.state, rep.final) == ("01HF3Z9K2M8Q4R6T7V", "DELIVERED", True)
+
+
+# -- limits checked at config time (MSG-7) -------------------------------------------------
+
+
+def test_a_callback_url_over_100_characters_is_refused_at_config_time() -> None:
+    suffix = "/callbacks/main"
+    public = "https://" + "a" * (100 - len(suffix) - len("https://.example.org")) + ".example.org"
+    fits = Settings(public_url=public, providers={"main": settings()})
+    assert len(fits.callback_url("main")) == 100
+    check_providers(fits)
+    assert adapter().config_problems(fits.callback_url("main")) == []
+    longer = Settings(public_url=public + "/", providers={"main": settings()})
+    check_providers(longer)  # a trailing slash is not part of the callback URL
+    too_long = Settings(public_url=public.replace("https://", "https://b"),
+                        providers={"main": settings()})
+    url = too_long.callback_url("main")
+    with pytest.raises(ConfigError) as err:
+        check_providers(too_long)
+    message = str(err.value)
+    assert "[providers.main]" in message and url in message
+    assert "is 101 characters" in message and "at most 100" in message
+
+
+def test_the_callback_limit_is_vonage_s_only() -> None:
+    long_public = "https://" + "a" * 120 + ".example.org"
+    others = {
+        "sim": ProviderSettings(name="sim", kind="simulator"),
+        "tw": ProviderSettings(name="tw", kind="twilio", base_url="https://api.twilio.com",
+                               account_sid="AC1", auth_token="t", sender="+1"),
+    }
+    check_providers(Settings(public_url=long_public, providers=others))
+    with pytest.raises(ConfigError, match=r"\[providers.vg\] callback URL"):
+        check_providers(Settings(public_url=long_public,
+                                 providers={**others, "vg": settings(name="vg")}))
+
+
+def test_the_default_callback_base_counts_too() -> None:
+    name = "p" * 70
+    s = Settings(host="127.0.0.1", port=8080, providers={name: settings(name=name)})
+    assert s.callback_url(name) == f"http://127.0.0.1:8080/callbacks/{name}"
+    with pytest.raises(ConfigError, match="is 102 characters"):
+        check_providers(s)
