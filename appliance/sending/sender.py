@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import apsw
 import httpx
 
+from appliance.outgoing_http import async_client
 from appliance.providers.base import (
     Outcome,
     OutgoingMessage,
@@ -129,7 +130,7 @@ class ProviderLane:
         if self._clients is None:
             self._clients = asyncio.Queue()
             for _ in range(self.concurrency):
-                client = httpx.AsyncClient(
+                client = async_client(
                     timeout=httpx.Timeout(timeout_s),
                     limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
                     follow_redirects=False,
