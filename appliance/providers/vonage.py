@@ -136,6 +136,12 @@ def dlr_time_ms(params: Mapping[str, str]) -> int:
     return 0
 
 
+def dlr_error_code(params: Mapping[str, str]) -> str | None:
+    """The receipt's ``err-code``, or ``None`` for ``"0"`` (Vonage's "no error")."""
+    code = params.get("err-code", "").strip()
+    return None if not code or code.strip("0") == "" else code
+
+
 class VonageAdapter(ProviderAdapter):
     """Vonage SMS API (``kind = "vonage"``).
 
@@ -324,7 +330,7 @@ class VonageAdapter(ProviderAdapter):
                 status=status,
                 state=DLR_STATES.get(status.lower(), UNKNOWN_WORD_STATE),
                 reported_at_ms=dlr_time_ms(params),
-                error_code=params.get("err-code"),
+                error_code=dlr_error_code(params),
             )
         ]
 

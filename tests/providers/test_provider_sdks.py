@@ -25,7 +25,7 @@ from appliance.config import ProviderSettings
 from appliance.providers import AuthError, build_adapter
 from tests.harness import Server
 from tests.providers.provider_test_support import callback, fixed_clock
-from tests.reports.support import add_account, add_message, message
+from tests.reports.support import add_account, add_message, inbox_rows, message
 
 PUBLIC_URL = "https://sms.example.com:8443"
 TW_TOKEN = "12345-auth-token"
@@ -284,6 +284,12 @@ def test_a_vonage_report_two_hours_old_is_applied_and_its_age_measured(
         assert client.get("/callbacks/vg", params=tampered).status_code == 401
         assert client.get("/callbacks/vg", params=params).status_code == 200
     assert state(field_server, ref) == "DELIVERED"
+    conn = db(field_server)
+    try:
+        [row] = inbox_rows(conn, ref)
+    finally:
+        conn.close()
+    assert row["error_code"] is None  # its err-code "0" is no error
     count, total = age_histogram(field_server)
     assert count == before[0] + 1
     assert 7200 <= total - before[1] < 7200 + 120

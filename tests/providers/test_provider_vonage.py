@@ -405,7 +405,15 @@ def test_every_status_word(word: str, state: str, final: bool) -> None:
     assert rep.ref == "01HF3Z9K2M8Q4R6T7V"
     assert rep.provider_msg_id == "0B00000127FDBC63"
     assert rep.reported_at_ms == NOW_MS
-    assert rep.error_code == "0"
+    assert rep.error_code is None  # err-code "0" is Vonage's "no error"
+
+
+@pytest.mark.parametrize(("given", "stored"), [("0", None), ("000", None), ("", None),
+                                               ("1", "1"), ("3", "3"), ("10", "10"),
+                                               ("99", "99")])
+def test_err_code_zero_is_no_error(given: str, stored: str | None) -> None:
+    [rep] = adapter().parse_reports(get(dlr(status="failed", **{"err-code": given})))
+    assert rep.error_code == stored
 
 
 def test_receipt_in_all_three_transports_reads_the_same() -> None:
