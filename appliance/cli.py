@@ -37,6 +37,18 @@ def settings_from(data_dir: str | None, config_file: str | None, **flags: Any) -
         raise ConfigProblem(f"config: {exc}") from None
 
 
+def providers_checked(settings: Settings) -> Settings:
+    """``settings``, once every provider's adapter builds and no provider limit is
+    exceeded (the callback URL's length, ...); exit 2 with one line otherwise."""
+    from appliance.providers.registry import check_providers
+
+    try:
+        check_providers(settings)
+    except ConfigError as exc:
+        raise ConfigProblem(f"config: {exc}") from None
+    return settings
+
+
 def fail(message: str) -> None:
     raise click.ClickException(message)
 
@@ -56,7 +68,7 @@ def serve(data_dir: str | None, config_file: str | None, host: str | None,
     """Run everything: HTTP endpoints and the scheduler."""
     from appliance.server import run_server
 
-    settings = settings_from(data_dir, config_file, host=host, port=port)
+    settings = providers_checked(settings_from(data_dir, config_file, host=host, port=port))
     run_guarded(lambda: run_server(settings))
 
 
@@ -97,10 +109,11 @@ def config_group() -> None:
 @config_group.command("check")
 @data_dir_option
 def config_check(data_dir: str | None, config_file: str | None) -> None:
-    """Validate the config; print the effective settings with secrets masked."""
+    """Validate the config and the providers' limits; print the effective settings with
+    secrets masked."""
     from appliance.ops.cli_ops import print_config
 
-    print_config(settings_from(data_dir, config_file))
+    print_config(providers_checked(settings_from(data_dir, config_file)))
 
 
 @main.group()

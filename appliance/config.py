@@ -119,6 +119,10 @@ class Settings:
         base = self.public_url or f"http://{self.host}:{self.port}"
         return base.rstrip("/")
 
+    def callback_url(self, provider: str) -> str:
+        """Where provider ``provider`` sends its reports, as handed to it per message."""
+        return f"{self.callback_base}/callbacks/{provider}"
+
     def provider(self, name: str) -> ProviderSettings:
         try:
             return self.providers[name]

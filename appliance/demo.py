@@ -26,6 +26,7 @@ from typing import Any
 import click
 import httpx
 
+from appliance import outgoing_http
 from appliance.config import ConfigError, ProviderSettings, Settings, load_settings
 from appliance.simulator.behaviour import Behaviour
 
@@ -113,7 +114,7 @@ def _console_user(appliance: Any, account_id: int, now: int) -> str | None:
 def start_campaign(url: str, key: str, job_id: int, stop: threading.Event) -> None:
     """Wait for the server and the import, then send one campaign to the list."""
     headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
+    with outgoing_http.client(base_url=url, headers=headers, timeout=10) as client:
         while not stop.wait(0.5):
             try:
                 job = client.get(f"/api/jobs/{job_id}").json()

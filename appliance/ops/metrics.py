@@ -3,7 +3,8 @@
 A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
 
 * live instruments, updated as things happen: HTTP requests by route template, method
-  and status (and their duration), and the writer's commit latency;
+  and status (and their duration), the writer's commit latency, and the age of each
+  signed report when it arrives (by provider);
 * a collector that reads the rest at scrape time: the writer's queue depth and
   counters, the import rate, and, with one read unit, jobs and messages by state,
   reports by outcome, the inbox, coverage and delivery over the alert window,
@@ -39,6 +40,9 @@ from appliance.service import Appliance
 
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series
+# Seconds, from a minute to two days: providers retry a receipt for a day or more.
+REPORT_AGE_BUCKETS = (1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 12 * 3600.0,
+                      24 * 3600.0, 48 * 3600.0)
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 
 
@@ -204,6 +208,11 @@ class Metrics:
         self.commit_seconds = Histogram(
             "appliance_writer_commit_seconds", "Group commit latency (BEGIN to COMMIT).",
             buckets=COMMIT_BUCKETS, registry=self.registry)
+        self.signed_report_age = Histogram(
+            "appliance_signed_report_age_seconds",
+            "Age of each authenticated report at arrival, from the time the provider signed"
+            " into it (0 when that time is ahead of our clock).",
+            ["provider"], buckets=REPORT_AGE_BUCKETS, registry=self.registry)
         self.registry.register(ApplianceCollector(appliance))
         self._observing = False
 
@@ -216,6 +225,9 @@ class Metrics:
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         self.http_requests.labels(route, method, str(status)).inc()
         self.http_seconds.labels(route).observe(seconds)
+
+    def observe_signed_report_age(self, provider: str, seconds: float) -> None:
+        self.signed_report_age.labels(provider).observe(max(0.0, seconds))
 
     async def exposition(self) -> bytes:
         return await anyio.to_thread.run_sync(generate_latest, self.registry)

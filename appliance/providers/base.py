@@ -328,6 +328,11 @@ class ReportReader(ProviderPart, ABC):
     def _verify(self, req: CallbackRequest) -> None:
         """Adapter-specific check; raises :class:`AuthError` (anything else becomes one)."""
 
+    def signed_age_s(self, req: CallbackRequest) -> float | None:
+        """Seconds from the time signed into a verified callback to now, for the report
+        age metric; ``None`` when the kind signs no time (the default)."""
+        return None
+
     def parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
         """The reports a verified callback carries (``[]`` for one that carries none).
 
@@ -446,6 +451,12 @@ class ProviderAdapter(WireFormat, ReportReader):
     def _check_settings(self) -> None:
         """Raise :class:`ConfigError` for a missing required setting. Extended per kind."""
         self._require("base_url")
+
+    def config_problems(self, callback_url: str) -> list[str]:
+        """What the provider would refuse in this configuration, found before anything is
+        sent (MSG-7): one line each, naming the limit. ``callback_url`` is the URL the
+        sender hands this provider. Kinds with limits extend it; by default none."""
+        return []
 
     def _require(self, *keys: str) -> None:
         for key in keys:

@@ -6,7 +6,7 @@ shared client with N connections costs a readiness probe of every pooled connect
 each request; measured on two cores, 32 connections in one client gave 48
 submissions/s against 102/s for 32 one-connection clients.) Submissions share the
 provider's token bucket (``rate_per_s``). Every request carries
-``User-Agent: appliance/<version>``.
+``User-Agent: appliance/<version>`` (:mod:`appliance.outgoing_http`).
 
 Only the transport knows whether bytes went out; httpx tells it through the exception
 type (:func:`classify_transport_error`):
@@ -25,13 +25,11 @@ from collections.abc import Mapping
 
 import httpx
 
-from appliance import __version__
 from appliance.config import ProviderSettings
+from appliance.outgoing_http import async_client
 from appliance.sending.rate import TokenBucket
 
 from .base import Outcome, OutgoingMessage, SubmitResult, Transport, WireFormat, short
-
-USER_AGENT = f"appliance/{__version__}"
 
 
 def classify_transport_error(exc: Exception) -> Outcome:
@@ -73,7 +71,7 @@ class HttpTransport(Transport):
         if self._idle is None:
             self._idle = asyncio.Queue()
             for _ in range(self.concurrency):
-                client = httpx.AsyncClient(
+                client = async_client(
                     timeout=httpx.Timeout(self.timeout_s),
                     limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
                     follow_redirects=False,
@@ -85,7 +83,6 @@ class HttpTransport(Transport):
     async def submit(self, msg: OutgoingMessage) -> Outcome:
         try:
             request = self.wire.build_request(msg)
-            request.headers["User-Agent"] = USER_AGENT
         except Exception as exc:  # nothing went out: safe to try again later
             return Outcome(SubmitResult.RETRY, error=short(f"cannot build request: {exc}"))
         idle = self._pool()

@@ -106,3 +106,18 @@ class Providers:
     async def close(self) -> None:
         for provider in self._built.values():
             await provider.transport.close()
+
+
+def check_providers(settings: Settings) -> None:
+    """Build every provider's adapter and ask it what its provider would refuse (MSG-7).
+
+    :class:`ConfigError` for a bad provider table, or naming every limit exceeded, so
+    ``config check`` and ``serve`` refuse a config that the provider would refuse per
+    message.
+    """
+    problems: list[str] = []
+    for name, provider in settings.providers.items():
+        adapter = build_adapter(provider)
+        problems += adapter.config_problems(settings.callback_url(name))
+    if problems:
+        raise ConfigError("; ".join(problems))

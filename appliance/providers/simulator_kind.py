@@ -43,6 +43,7 @@ class SimulatorAdapter(VonageAdapter):
 
     kind = "simulator"
     OPTIONS: ClassVar[OptionDefaults] = {"sign_requests": False, "max_skew_s": 0.0}
+    CALLBACK_MAX_CHARS: ClassVar[int | None] = None  # Vonage's limit, not the simulator's
 
     def __init__(
         self, settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None

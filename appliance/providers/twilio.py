@@ -10,7 +10,10 @@ Twilio has no client-reference field, so our ref rides in the ``StatusCallback``
 Status callbacks are form POSTs (``MessageSid``, ``MessageStatus``, ``ErrorCode``, ...)
 signed with ``X-Twilio-Signature``: base64 of HMAC-SHA1, keyed with the Auth Token, over
 the full URL Twilio called followed by every POST parameter, sorted by name, as name
-then value with no separators.
+then value with no separators. Every request that twilio-python's
+``RequestValidator.validate()`` accepts is accepted here: the URL with or without its
+port, and a repeated identical parameter counted once (or, as the scheme reads
+literally, twice).
 
 Twilio's callbacks carry no report time we can order by (``RawDlrDoneDate`` is the
 carrier's minute-resolution time with no time zone, which Twilio documents as varying
@@ -23,6 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -47,7 +51,6 @@ from .base import (
     report,
     secrets_equal,
     short,
-    unique_params,
 )
 
 # Message status values -> our state.
@@ -70,32 +73,85 @@ RATE_LIMIT_CODES = frozenset({20429, 14107})
 
 
 def twilio_signature(url: str, params: list[tuple[str, str]], auth_token: str) -> str:
-    """X-Twilio-Signature for ``url`` and POST ``params`` (sorted here by name, value)."""
-    signed = url + "".join(key + value for key, value in sorted(params))
+    """X-Twilio-Signature for ``url`` and POST ``params``, as twilio-python computes it.
+
+    Names sorted; under each name its distinct values sorted; each appended as name then
+    value. A repeated identical pair counts once (``RequestValidator.compute_signature``
+    walks ``sorted(set(values))``).
+    """
+    return _hmac_b64(url + "".join(key + value for key, value in sorted(set(params))), auth_token)
+
+
+def twilio_signature_every_pair(
+    url: str, params: list[tuple[str, str]], auth_token: str
+) -> str:
+    """The published scheme taken literally: every pair, repeats included, sorted."""
+    return _hmac_b64(url + "".join(key + value for key, value in sorted(params)), auth_token)
+
+
+def _hmac_b64(signed: str, auth_token: str) -> str:
     mac = hmac.new(auth_token.encode("utf-8"), signed.encode("utf-8"), hashlib.sha1)
     return base64.b64encode(mac.digest()).decode("ascii")
 
 
 def url_variants(url: str) -> list[str]:
-    """The URL as given, and with the default port added or removed.
+    """The URL as given, without its port, and with the scheme's default port.
 
-    Proxies and load balancers disagree on whether ``:443`` is part of the URL; Twilio's
-    own validators try both forms, and so do we.
+    Twilio signs some callbacks over the URL with the port and some without, and
+    twilio-python's ``RequestValidator.validate()`` accepts both: the URL with any port
+    removed (``:8443`` as well as ``:443``) and, when it has none, with ``:443`` (``:80``
+    for http) added. These are the same forms.
     """
     parts = urlsplit(url)
-    default = {"https": 443, "http": 80}.get(parts.scheme)
-    if default is None or parts.hostname is None:
+    if parts.hostname is None:
         return [url]
-    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    auth = parts.netloc.rpartition("@")[0]
+    auth, _, hostport = parts.netloc.rpartition("@")
     prefix = auth + "@" if auth else ""
-    if parts.port is None:
-        other = urlunsplit(parts._replace(netloc=f"{prefix}{host}:{default}"))
-    elif parts.port == default:
-        other = urlunsplit(parts._replace(netloc=f"{prefix}{host}"))
+    if hostport.startswith("["):
+        host = hostport[: hostport.index("]") + 1] if "]" in hostport else hostport
     else:
+        host = hostport.split(":", 1)[0]
+    try:
+        port = parts.port
+    except ValueError:
         return [url]
-    return [url, other]
+    out = [url]
+    if port is None:
+        default = 443 if parts.scheme == "https" else 80
+        out.append(urlunsplit(parts._replace(netloc=f"{prefix}{host}:{default}")))
+    else:
+        out.append(urlunsplit(parts._replace(netloc=f"{prefix}{host}")))
+    return list(dict.fromkeys(out))
+
+
+class FormFields(Mapping[str, str]):
+    """Form or query fields, one value per name.
+
+    A name repeated with the same value is one field. A name repeated with different
+    values is ambiguous: reading it is a ``ValueError``, while the other fields still
+    read, so an odd extra field does not make a genuine report unreadable.
+    """
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self._values: dict[str, str] = {}
+        self._ambiguous: set[str] = set()
+        for key, value in pairs:
+            if self._values.setdefault(key, value) != value:
+                self._ambiguous.add(key)
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._ambiguous:
+            raise ValueError(f"parameter {key!r} appears more than once with different values")
+        return self._values[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 class TwilioAdapter(ProviderAdapter):
@@ -191,25 +247,27 @@ class TwilioAdapter(ProviderAdapter):
             params = self._post_params(req)
         except ValueError:
             raise AuthError("twilio: cannot read the parameters to verify") from None
-        query = unique_params(parse_form(req.query)) if req.query else {}
+        query = FormFields(parse_form(req.query))
         if "bodySHA256" in query:
             digest = hashlib.sha256(req.body).hexdigest()
             if not secrets_equal(query["bodySHA256"].lower(), digest):
                 raise AuthError("twilio: bodySHA256 does not match the body")
         token = self.settings.auth_token
+        repeats = len(set(params)) != len(params)
         for url in url_variants(req.url):
             if secrets_equal(given, twilio_signature(url, params, token)):
+                return
+            if repeats and secrets_equal(given, twilio_signature_every_pair(url, params, token)):
                 return
         raise AuthError("twilio: X-Twilio-Signature does not match")
 
     def _parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
         try:
-            fields = unique_params(self._post_params(req))
-            query = unique_params(parse_form(req.query))
+            query = FormFields(parse_form(req.query))
+            # A GET callback carries its fields in the query (it has no body).
+            fields = query if req.method.upper() == "GET" else FormFields(self._post_params(req))
         except ValueError as exc:
             raise ReportParseError(short(f"twilio: {exc}")) from None
-        if req.method.upper() == "GET":
-            fields = {**query, **fields}
         status = (fields.get("MessageStatus") or fields.get("SmsStatus") or "").strip()
         if not status or status.lower() in INBOUND_STATUSES:
             if status or "Body" in fields or not fields:

@@ -136,17 +136,28 @@ def dlr_time_ms(params: Mapping[str, str]) -> int:
     return 0
 
 
+def dlr_error_code(params: Mapping[str, str]) -> str | None:
+    """The receipt's ``err-code``, or ``None`` for ``"0"`` (Vonage's "no error")."""
+    code = params.get("err-code", "").strip()
+    return None if not code or code.strip("0") == "" else code
+
+
 class VonageAdapter(ProviderAdapter):
     """Vonage SMS API (``kind = "vonage"``).
 
     Options: ``sign_requests`` (bool, default false): sign submissions with
     ``signature_secret`` instead of sending ``api_secret``; ``max_skew_s`` (float, default
-    300): reject a signed webhook whose ``timestamp`` is further than this from our clock
-    (0 disables the check).
+    0 = off): reject a signed webhook whose ``timestamp`` is further than this from our
+    clock. Off by default because Vonage retries a receipt for a day after an outage, and
+    a genuine receipt refused is a receipt lost (MSG-5); newer-wins makes an old or a
+    replayed receipt harmless. The age of every signed receipt is measured instead
+    (:meth:`signed_age_s`).
     """
 
     kind = "vonage"
-    OPTIONS: ClassVar[OptionDefaults] = {"sign_requests": False, "max_skew_s": 300.0}
+    OPTIONS: ClassVar[OptionDefaults] = {"sign_requests": False, "max_skew_s": 0.0}
+    # The SMS API refuses a longer ``callback`` with status 23 (Invalid Callback Url).
+    CALLBACK_MAX_CHARS: ClassVar[int | None] = 100
 
     def _check_settings(self) -> None:
         self._require("base_url", "api_key")
@@ -154,6 +165,17 @@ class VonageAdapter(ProviderAdapter):
             self._require("signature_secret")
         else:
             self._require("api_secret")
+
+    def config_problems(self, callback_url: str) -> list[str]:
+        problems = super().config_problems(callback_url)
+        limit = self.CALLBACK_MAX_CHARS
+        if limit is not None and len(callback_url) > limit:
+            problems.append(
+                f"[providers.{self.name}] callback URL {callback_url} is {len(callback_url)}"
+                f" characters; Vonage accepts at most {limit} in `callback` (shorten"
+                " public_url or the provider name)"
+            )
+        return problems
 
     # -- submission --------------------------------------------------------------------
 
@@ -274,6 +296,19 @@ class VonageAdapter(ProviderAdapter):
             if abs(self.now_ms() / 1000 - int(stamp)) > max_skew:
                 raise AuthError("vonage: timestamp outside the allowed skew")
 
+    def signed_age_s(self, req: CallbackRequest) -> float | None:
+        """Seconds from a signed receipt's ``timestamp`` to our clock (negative when our
+        clock is behind); ``None`` for an unsigned receipt or one without a timestamp."""
+        if not self.settings.signature_secret:
+            return None
+        try:
+            stamp = self.webhook_params(req).get("timestamp", "")
+        except ValueError:
+            return None
+        if not stamp.isascii() or not stamp.isdigit():
+            return None
+        return self.now_ms() / 1000 - int(stamp)
+
     def _parse_reports(self, req: CallbackRequest) -> list[ParsedReport]:
         try:
             params = self.webhook_params(req)
@@ -295,7 +330,7 @@ class VonageAdapter(ProviderAdapter):
                 status=status,
                 state=DLR_STATES.get(status.lower(), UNKNOWN_WORD_STATE),
                 reported_at_ms=dlr_time_ms(params),
-                error_code=params.get("err-code"),
+                error_code=dlr_error_code(params),
             )
         ]
 

@@ -27,6 +27,7 @@ import httpx
 
 from appliance.clock import iso
 from appliance.config import Settings
+from appliance.outgoing_http import async_client
 from appliance.reports.coverage import Coverage, InboxHealth, coverage, inbox_health, overdue
 from appliance.service import Appliance
 
@@ -117,7 +118,7 @@ class AlertWatch:
             return True
         payload: dict[str, Any] = {**asdict(alert), "at": iso(now_ms)}
         try:
-            async with httpx.AsyncClient(timeout=5.0) as client:
+            async with async_client(timeout=5.0) as client:
                 response = await client.post(url, json=payload)
         except httpx.HTTPError as exc:
             log.warning("alert webhook failed: %s", exc)

@@ -179,7 +179,7 @@ class Sender:
             self.appliance.scheduler.wake(LOOP)
 
     async def _submit(self, lane: ProviderLane, msg: Claimed) -> Outcome:
-        callback = f"{self.appliance.settings.callback_base}/callbacks/{lane.name}"
+        callback = self.appliance.settings.callback_url(lane.name)
         self.counters.attempts += 1
         return await lane.transport.submit(
             OutgoingMessage(ref=msg.ref, msisdn=msg.msisdn, body=msg.body,

@@ -36,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from appliance.outgoing_http import async_client
 from appliance.providers.vonage import vonage_signature
 from appliance.simulator.behaviour import Behaviour
 
@@ -106,7 +107,7 @@ class Simulator:
         if self._idle is None:
             self._idle = asyncio.Queue()
             for _ in range(max(1, self.behaviour.report_concurrency)):
-                client = httpx.AsyncClient(
+                client = async_client(
                     timeout=10.0,
                     limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
                 self._clients.append(client)

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.config import ConfigError
+from appliance.ops.metrics import metrics_for
 from appliance.providers import AuthError, CallbackRequest, ReportParseError
 from appliance.reports.apply import receive
 from appliance.reports.inbox import InboxReport, RawCallback, from_parsed
@@ -57,6 +58,9 @@ async def callback(request: Request) -> Response:
     except AuthError as exc:
         log.warning("callback for provider %s refused: %s", name, exc)
         return _plain(401, "not authenticated")
+    age = adapter.signed_age_s(req)
+    if age is not None:
+        metrics_for(appliance).observe_signed_report_age(name, age)
     parse_error: str | None = None
     reports: list[InboxReport] = []
     try:

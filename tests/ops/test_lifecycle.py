@@ -94,6 +94,11 @@ CONFIG_ERRORS = [
     ("[sending]\ndefault_provider = 'nope'\n", "default_provider: no provider named 'nope'"),
     ("[alerts]\nwebhook_url = 'ftp://x'\n", "webhook_url: 'ftp://x' is not an http://"),
     ("[alerts]\ncheck_interval_s = 0\n", "check_interval_s: must be more than 0"),
+    ("[providers.x]\nkind = 'vonage'\napi_key = 'k'\napi_secret = 's'\n",
+     "[providers.x] base_url: required for kind 'vonage'"),
+    (f"public_url = 'https://{'a' * 80}.example.org'\n[providers.vg]\nkind = 'vonage'\n"
+     "base_url = 'https://rest.nexmo.com'\napi_key = 'k'\napi_secret = 's'\n",
+     "is 113 characters; Vonage accepts at most 100 in `callback`"),
 ]
 
 
@@ -134,6 +139,7 @@ def test_environment_and_data_dir_errors_are_one_line_too(tmp_path: Path) -> Non
 def test_config_check_prints_the_effective_config_with_secrets_masked(tmp_path: Path) -> None:
     config = tmp_path / "appliance.toml"
     config.write_text('port = 9000\n[providers.main]\nkind = "vonage"\n'
+                      'base_url = "https://rest.nexmo.com"\n'
                       'api_key = "key-123456"\napi_secret = "very-secret-value"\n')
     out = run_cli("config", "check", "--config", str(config), "--data-dir", str(tmp_path),
                   env={"APPLIANCE_PORT": "9050", "APPLIANCE_BACKUP_KEEP": "3"})

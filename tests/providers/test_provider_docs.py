@@ -42,3 +42,26 @@ def test_simulator_defaults_are_the_documented_ones() -> None:
         simulator_kind.SIMULATOR_SIGNATURE_SECRET,
     ):
         assert f'"{value}"' in DOC, value
+
+
+def test_vonage_accepts_any_age_by_default_as_documented() -> None:
+    assert vonage.VonageAdapter.OPTIONS["max_skew_s"] == 0.0
+    assert "# max_skew_s = 0 " in DOC
+    assert "A signed receipt of any age is accepted" in DOC
+    assert "appliance_signed_report_age_seconds" in DOC
+
+
+def test_twilio_port_forms_are_documented() -> None:
+    assert twilio.url_variants("https://sms.example.com:8443/cb") == [
+        "https://sms.example.com:8443/cb", "https://sms.example.com/cb"]
+    assert "`https://sms.example.com:8443/...` also\n  matches a signature over" in DOC
+    assert "(the form `a=1&a=1` signs as `a1`)" in DOC
+
+
+def test_the_vonage_callback_limit_is_documented() -> None:
+    assert vonage.VonageAdapter.CALLBACK_MAX_CHARS == 100
+    assert "Vonage accepts at most 100 in `callback`" in DOC
+    for kind, cls in ADAPTERS.items():
+        limit = getattr(cls, "CALLBACK_MAX_CHARS", None)
+        if limit is not None:
+            assert f"`{kind}`, the callback URL at most {limit} characters" in DOC, kind

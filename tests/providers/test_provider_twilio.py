@@ -246,7 +246,7 @@ def test_missing_wrong_and_tampered_signatures() -> None:
         a.verify(callback(url, body=b"\xff=\xfe", headers={**FORM, "X-Twilio-Signature": sig}))
 
 
-def test_default_port_is_tolerated_both_ways() -> None:
+def test_the_port_is_tolerated_as_twilio_python_tolerates_it() -> None:
     a = adapter()
     signed_without = "https://sms.example.org/callbacks/tw?ref=R"
     sig = reference_signature(signed_without, fields(), TOKEN)
@@ -265,13 +265,24 @@ def test_default_port_is_tolerated_both_ways() -> None:
             headers={**FORM, "X-Twilio-Signature": sig2},
         )
     )
-    other_port = callback(
+    # A non-default port may be left out of the signed URL (twilio-python#402) ...
+    seen_with_other_port = callback(
         "https://sms.example.org:8443/callbacks/tw?ref=R",
         body=urlencode(fields()).encode(),
         headers={**FORM, "X-Twilio-Signature": sig},
     )
+    a.verify(seen_with_other_port)
+    # ... but never replaced by another one.
+    signed_8444 = "https://sms.example.org:8444/callbacks/tw?ref=R"
+    sig_8444 = reference_signature(signed_8444, fields(), TOKEN)
     with pytest.raises(AuthError):
-        a.verify(other_port)
+        a.verify(
+            callback(
+                "https://sms.example.org:8443/callbacks/tw?ref=R",
+                body=urlencode(fields()).encode(),
+                headers={**FORM, "X-Twilio-Signature": sig_8444},
+            )
+        )
 
 
 def test_json_body_is_covered_by_body_sha256() -> None:
@@ -350,7 +361,7 @@ def test_callbacks_without_a_report() -> None:
     [
         b"MessageSid=SM1&To=%2B1",  # no status
         b"MessageStatus=delivered",  # nothing to match on (and no ref in the URL)
-        b"MessageStatus=delivered&MessageSid=SM1&MessageSid=SM2",
+        b"MessageStatus=delivered&MessageSid=SM1&MessageSid=SM2",  # two different values
         b"MessageStatus=deliv\xffered&MessageSid=SM1",
         b"MessageStatus=%ff&MessageSid=SM1",
     ],

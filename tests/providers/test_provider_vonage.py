@@ -12,7 +12,7 @@ import httpx
 import pytest
 from starlette.responses import JSONResponse, Response
 
-from appliance.config import ProviderSettings
+from appliance.config import ConfigError, ProviderSettings, Settings
 from appliance.providers import (
     AuthError,
     CallbackRequest,
@@ -20,6 +20,7 @@ from appliance.providers import (
     SubmitResult,
     build_adapter,
 )
+from appliance.providers.registry import check_providers
 from appliance.providers.vonage import VonageAdapter
 from tests.providers.provider_test_support import (
     NOW_MS,
@@ -323,8 +324,23 @@ def test_tampered_missing_and_wrong_signatures_are_refused() -> None:
             a.verify(get(bad))
 
 
-def test_old_or_missing_timestamp_is_refused() -> None:
+def test_a_signed_receipt_of_any_age_is_accepted_by_default() -> None:
     a = adapter(signature_secret="k", signature_method="sha256")
+    assert a.option_float("max_skew_s") == 0.0
+    two_hours = signed(dlr(), "k", "sha256", ts=NOW_MS // 1000 - 7200)
+    a.verify(get(two_hours))
+    assert a.signed_age_s(get(two_hours)) == 7200.0
+    a.verify(get(signed(dlr(), "k", "sha256", ts=NOW_MS // 1000 - 3 * 86400)))
+    a.verify(get(signed(dlr(), "k", "sha256", ts=NOW_MS // 1000 + 600)))
+    no_ts = dict(dlr())
+    no_ts["sig"] = reference_sig(no_ts, "k", "sha256")
+    a.verify(get(no_ts))
+    assert a.signed_age_s(get(no_ts)) is None
+    assert adapter().signed_age_s(get(dlr())) is None  # unsigned mode signs no time
+
+
+def test_max_skew_s_tightens_the_window_when_set() -> None:
+    a = adapter(signature_secret="k", signature_method="sha256", options={"max_skew_s": 300})
     with pytest.raises(AuthError):
         a.verify(get(signed(dlr(), "k", "sha256", ts=NOW_MS // 1000 - 301)))
     with pytest.raises(AuthError):
@@ -334,9 +350,6 @@ def test_old_or_missing_timestamp_is_refused() -> None:
     no_ts["sig"] = reference_sig(no_ts, "k", "sha256")
     with pytest.raises(AuthError):
         a.verify(get(no_ts))
-    relaxed = adapter(signature_secret="k", signature_method="sha256", options={"max_skew_s": 0})
-    relaxed.verify(get(no_ts))
-    relaxed.verify(get(signed(dlr(), "k", "sha256", ts=1)))
 
 
 def test_unsigned_mode_checks_the_api_key() -> None:
@@ -392,7 +405,15 @@ def test_every_status_word(word: str, state: str, final: bool) -> None:
     assert rep.ref == "01HF3Z9K2M8Q4R6T7V"
     assert rep.provider_msg_id == "0B00000127FDBC63"
     assert rep.reported_at_ms == NOW_MS
-    assert rep.error_code == "0"
+    assert rep.error_code is None  # err-code "0" is Vonage's "no error"
+
+
+@pytest.mark.parametrize(("given", "stored"), [("0", None), ("000", None), ("", None),
+                                               ("1", "1"), ("3", "3"), ("10", "10"),
+                                               ("99", "99")])
+def test_err_code_zero_is_no_error(given: str, stored: str | None) -> None:
+    [rep] = adapter().parse_reports(get(dlr(status="failed", **{"err-code": given})))
+    assert rep.error_code == stored
 
 
 def test_receipt_in_all_three_transports_reads_the_same() -> None:
@@ -542,3 +563,46 @@ def test_against_a_local_fake_signed_receipt_round_trip() -> None:
     a.verify(req)
     [rep] = a.parse_reports(req)
     assert (rep.ref, rep.state, rep.final) == ("01HF3Z9K2M8Q4R6T7V", "DELIVERED", True)
+
+
+# -- limits checked at config time (MSG-7) -------------------------------------------------
+
+
+def test_a_callback_url_over_100_characters_is_refused_at_config_time() -> None:
+    suffix = "/callbacks/main"
+    public = "https://" + "a" * (100 - len(suffix) - len("https://.example.org")) + ".example.org"
+    fits = Settings(public_url=public, providers={"main": settings()})
+    assert len(fits.callback_url("main")) == 100
+    check_providers(fits)
+    assert adapter().config_problems(fits.callback_url("main")) == []
+    longer = Settings(public_url=public + "/", providers={"main": settings()})
+    check_providers(longer)  # a trailing slash is not part of the callback URL
+    too_long = Settings(public_url=public.replace("https://", "https://b"),
+                        providers={"main": settings()})
+    url = too_long.callback_url("main")
+    with pytest.raises(ConfigError) as err:
+        check_providers(too_long)
+    message = str(err.value)
+    assert "[providers.main]" in message and url in message
+    assert "is 101 characters" in message and "at most 100" in message
+
+
+def test_the_callback_limit_is_vonage_s_only() -> None:
+    long_public = "https://" + "a" * 120 + ".example.org"
+    others = {
+        "sim": ProviderSettings(name="sim", kind="simulator"),
+        "tw": ProviderSettings(name="tw", kind="twilio", base_url="https://api.twilio.com",
+                               account_sid="AC1", auth_token="t", sender="+1"),
+    }
+    check_providers(Settings(public_url=long_public, providers=others))
+    with pytest.raises(ConfigError, match=r"\[providers.vg\] callback URL"):
+        check_providers(Settings(public_url=long_public,
+                                 providers={**others, "vg": settings(name="vg")}))
+
+
+def test_the_default_callback_base_counts_too() -> None:
+    name = "p" * 70
+    s = Settings(host="127.0.0.1", port=8080, providers={name: settings(name=name)})
+    assert s.callback_url(name) == f"http://127.0.0.1:8080/callbacks/{name}"
+    with pytest.raises(ConfigError, match="is 102 characters"):
+        check_providers(s)

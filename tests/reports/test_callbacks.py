@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 import pytest
 
+from appliance import __version__
 from tests.harness import FileClock, Server, create_account, run_cli, wait_for
 from tests.ops.load import ReportFlood
 from tests.reports.support import (
@@ -241,11 +242,13 @@ class Webhook:
 
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
+        self.user_agents: list[str] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 size = int(self.headers.get("content-length", "0"))
+                outer.user_agents.append(self.headers.get("user-agent", ""))
                 outer.received.append(json.loads(self.rfile.read(size)))
                 self.send_response(204)
                 self.end_headers()
@@ -279,6 +282,7 @@ def test_a_stale_inbox_raises_the_alert_and_calls_the_webhook(
                                        if a["name"] == "inbox_stale"), None), timeout=15,
                          message="the inbox_stale notification")
         assert alert["firing"] is True and alert["value"] >= 7200
+        assert set(hook.user_agents) == {f"appliance/{__version__}"}
         key = create_account(data_dir)
         with srv.client(key) as api:
             stats = api.get("/api/stats").json()
