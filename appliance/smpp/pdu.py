@@ -225,7 +225,10 @@ def submit_sm(sequence: int, *, source_addr: str, source_ton: int, source_npi: i
         dest_addr_ton=dest_ton, dest_addr_npi=dest_npi, esm_class=esm_class,
         registered_delivery=registered_delivery, data_coding=data_coding,
         sequence_number=sequence)
-    return pdu.encode()
+    try:
+        return pdu.encode()
+    except smpp34.SmppError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def deliver_sm(sequence: int, *, source_addr: str, destination_addr: str, esm_class: int,

@@ -149,6 +149,10 @@ class SmppSession:
                 self._errors[mode] = f"cannot bind: {type(exc).__name__}: {exc}"
                 log.warning("smpp %s: cannot %s-bind to %s (%s: %s); retrying in %.1f s",
                             self.name, mode, where, type(exc).__name__, exc, delay)
+            except Exception as exc:  # e.g. a bind PDU that cannot be built: keep trying
+                self._errors[mode] = f"cannot bind: {type(exc).__name__}: {exc}"
+                log.exception("smpp %s: %s bind failed; retrying in %.1f s", self.name, mode,
+                              delay)
             else:
                 self._errors.pop(mode, None)
                 delay = s.reconnect_min_s
@@ -197,7 +201,12 @@ class SmppSession:
         if self._tx_link() is None and not await self.wait_bound(self.settings.bound_wait_s):
             return self._retry(seg, "not sent: not bound")
         async with self._window:
-            return await self._write_and_wait(seg)
+            try:
+                return await self._write_and_wait(seg)
+            except Exception:  # a bug here must not lose the outcome of a written PDU
+                log.exception("smpp %s: submitting %s part %d failed", self.name, seg.ref,
+                              seg.part)
+                return self._uncertain(seg, "internal error while submitting")
 
     async def _write_and_wait(self, seg: Segment) -> SegmentOutcome:
         await self._bucket.acquire()
@@ -218,6 +227,10 @@ class SmppSession:
             seq, fut = link.send_request(build)
         except NotWritten as exc:
             return self._retry(seg, f"not sent: {exc}")
+        except ValueError as exc:  # a segment no SMSC could take: it can never go
+            self.rejected += 1
+            return SegmentOutcome(seg.ref, seg.part, SubmitResult.REJECTED, written=False,
+                                  error=f"cannot encode submit_sm: {exc}")
         self.submitted += 1
         self._outstanding += 1
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 
 from appliance.providers.base import SubmitResult
@@ -298,5 +299,17 @@ def test_not_bound_at_all_is_retry_without_writing() -> None:
             assert "cannot bind" in (session.state().links[0].last_error or "")
         finally:
             await session.stop(timeout_s=0.2)
+
+    run(body())
+
+
+def test_a_segment_no_smsc_could_take_is_rejected_unwritten() -> None:
+    async def body() -> None:
+        async with rig(calm()) as r:
+            [seg] = message("big", "x")
+            too_long = dataclasses.replace(seg, short_message=b"x" * 300)
+            [out] = await r.submit([too_long])
+            assert (out.result, out.written) == (SubmitResult.REJECTED, False)
+            assert "254" in (out.error or "") and r.sim.stats.submits == 0
 
     run(body())
