@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections import Counter
 
 from appliance.providers.base import SubmitResult
@@ -99,13 +100,14 @@ def test_the_window_is_filled_and_never_exceeded() -> None:
 def test_the_rate_is_respected() -> None:
     async def body() -> None:
         async with rig(calm(), rate_per_s=100) as r:
+            started = time.monotonic()
             await r.submit([s for i in range(40) for s in message(f"r{i}", f"rate {i}")])
             times = r.sim.stats.arrivals
-            # Burst of rate/10 = 10 tokens, then one every 10 ms: 30 more take >= 0.3 s.
-            assert times[-1] - times[0] >= 0.28
-            for i in range(len(times)):
-                in_window = [t for t in times if times[i] <= t < times[i] + 0.2]
-                assert len(in_window) <= 10 + 20 + 1  # burst + 0.2 s of rate
+            # A burst of rate/10 = 10 tokens, then one every 10 ms: never ahead of that
+            # schedule (a busy machine can only make it later), so 40 take >= 0.3 s.
+            for n, t in enumerate(times, start=1):
+                assert n <= 10 + 100 * (t - started) + 1
+            assert times[-1] - started >= 0.29
 
     run(body())
 
