@@ -71,6 +71,9 @@ class SmscStats:
     max_outstanding: int = 0  # most submit_sm received and not yet answered on a session
     arrivals: list[float] = field(default_factory=list)  # monotonic time of each submit_sm
 
+    # ``received`` is keyed by what was sent: two different messages with the same
+    # text to the same number count as one segment sent twice, so tests vary the text.
+
     @property
     def submits(self) -> int:
         return sum(self.received.values())
