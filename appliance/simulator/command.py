@@ -7,13 +7,34 @@ from typing import Any
 import click
 
 from appliance.simulator.behaviour import REPORT_FORMATS, Behaviour
+from appliance.simulator.smsc_behaviour import ID_STYLES, SmscBehaviour
 
 _RATE = click.FloatRange(0.0, 1.0)
 
 
 @click.command("simulator")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=int, default=9090, show_default=True, help="Port to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=9090, show_default=True,
+              help="Port of the HTTP (Vonage) simulator; 0: none.")
+@click.option("--smpp-port", type=click.IntRange(1, 65535), default=None,
+              help="Also run the SMSC simulator (SMPP 3.4) on this port.")
+@click.option("--smpp-system-id", default=SmscBehaviour.system_id, show_default=True,
+              help="The system_id an ESME must bind with.")
+@click.option("--smpp-password", default=SmscBehaviour.password, show_default=True,
+              help="Its password (anything else: ESME_RINVPASWD).")
+@click.option("--smpp-ids", type=click.Choice(ID_STYLES), default=SmscBehaviour.ids,
+              show_default=True,
+              help="Message ids: hex, decimal, or hex answered and decimal in receipt texts.")
+@click.option("--smpp-no-tlvs", is_flag=True,
+              help="Receipts carry only the text (no receipted_message_id/message_state).")
+@click.option("--smpp-fail-segment-rate", type=_RATE, default=0.0,
+              help="Share of concatenated messages whose last segment is UNDELIV.")
+@click.option("--smpp-reject-rate", type=_RATE, default=0.0,
+              help="Share of submit_sm answered ESME_RINVDSTADR.")
+@click.option("--smpp-unanswered-rate", type=_RATE, default=0.0,
+              help="Share of submit_sm taken and never answered.")
+@click.option("--smpp-drop-every", type=click.IntRange(0), default=0,
+              help="Drop the session after every Nth submit_sm (0: never).")
 @click.option("--api-key", default=Behaviour.api_key, show_default=True,
               help="The api_key submissions must carry.")
 @click.option("--api-secret", default=Behaviour.api_secret, help="The api_secret they must carry.")
@@ -42,14 +63,37 @@ _RATE = click.FloatRange(0.0, 1.0)
               show_default=True, help="Receipts as form POST, JSON POST or GET.")
 @click.option("--callback-url", default="", help="Where receipts go when a submission names none.")
 @click.option("--seed", type=int, default=None, help="Random seed, for repeatable runs.")
-def simulator_command(host: str, port: int, **knobs: Any) -> None:
-    """The provider simulator alone: speaks the Vonage SMS API on HOST:PORT."""
-    from appliance.simulator.run import serve
+def simulator_command(host: str, port: int, smpp_port: int | None, **knobs: Any) -> None:
+    """The provider simulator alone: speaks the Vonage SMS API on HOST:PORT and, with
+    --smpp-port, SMPP 3.4 as an SMSC. Rates and delays apply to both."""
+    from appliance.simulator.run import serve, serve_with_smsc
 
+    smpp = {key: knobs.pop(key) for key in list(knobs) if key.startswith("smpp_")}
     try:
         behaviour = Behaviour(**knobs).check()
+        smsc = SmscBehaviour(
+            system_id=smpp["smpp_system_id"], password=smpp["smpp_password"],
+            ids=smpp["smpp_ids"], receipt_tlvs=not smpp["smpp_no_tlvs"],
+            fail_segment_rate=smpp["smpp_fail_segment_rate"],
+            reject_rate=smpp["smpp_reject_rate"],
+            unanswered_rate=smpp["smpp_unanswered_rate"],
+            drop_every=smpp["smpp_drop_every"], delivered_rate=behaviour.delivered_rate,
+            expired_share=behaviour.expired_share, delay_min_ms=behaviour.delay_min_ms,
+            delay_max_ms=behaviour.delay_max_ms, silent_rate=behaviour.silent_rate,
+            early_receipts=behaviour.early_reports, duplicate_rate=behaviour.duplicate_rate,
+            intermediate_rate=behaviour.intermediate_rate,
+            reorder_rate=behaviour.reorder_rate, throttle_rate=behaviour.throttle_rate,
+            seed=behaviour.seed).check()
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    click.echo(f"provider simulator (Vonage SMS API format) on http://{host}:{port}/sms/json",
-               err=True)
-    serve(behaviour, host, port)
+    if port:
+        click.echo(f"provider simulator (Vonage SMS API format) on"
+                   f" http://{host}:{port}/sms/json", err=True)
+    if smpp_port is None:
+        if not port:
+            raise click.BadParameter("nothing to serve: --port 0 and no --smpp-port")
+        serve(behaviour, host, port)
+        return
+    click.echo(f"SMSC simulator (SMPP 3.4) on {host}:{smpp_port}, system_id"
+               f" {smsc.system_id!r}", err=True)
+    serve_with_smsc(behaviour if port else None, smsc, host, port, smpp_port)

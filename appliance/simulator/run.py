@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import threading
 
 import uvicorn
 
 from appliance.simulator.behaviour import Behaviour
 from appliance.simulator.server import Simulator
+from appliance.simulator.smsc import SmscSimulator
+from appliance.simulator.smsc_behaviour import SmscBehaviour
 
 
 def _config(sim: Simulator, host: str, port: int) -> uvicorn.Config:
@@ -20,6 +24,30 @@ def _config(sim: Simulator, host: str, port: int) -> uvicorn.Config:
 def serve(behaviour: Behaviour, host: str = "127.0.0.1", port: int = 9090) -> None:
     """Serve the simulator until SIGINT/SIGTERM."""
     uvicorn.Server(_config(Simulator(behaviour), host, port)).run()
+
+
+def serve_with_smsc(behaviour: Behaviour | None, smsc: SmscBehaviour, host: str, port: int,
+                    smpp_port: int) -> None:
+    """The SMSC simulator, and the HTTP one unless ``behaviour`` is ``None``, until
+    SIGINT/SIGTERM."""
+
+    async def main() -> None:
+        sim = SmscSimulator(smsc)
+        await sim.start(host, smpp_port)
+        try:
+            if behaviour is not None:
+                await uvicorn.Server(_config(Simulator(behaviour), host, port)).serve()
+            else:
+                stop = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, stop.set)
+                await stop.wait()
+        finally:
+            await sim.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
 
 
 class SimulatorThread:

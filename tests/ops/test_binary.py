@@ -8,6 +8,7 @@ Set ``APPLIANCE_BINARY`` to test an existing build; otherwise the module builds 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -20,7 +21,10 @@ import apsw
 import httpx
 import pytest
 
+from appliance.smpp.session import SmppSession
 from tests.harness import ROOT, free_port, wait_for
+from tests.smpp.support import Store, message, settings_for
+from tests.smpp.support import wait_until as wait_until_async
 
 FINAL = ("DELIVERED", "FAILED", "EXPIRED", "REJECTED", "UNKNOWN")
 
@@ -142,3 +146,26 @@ def test_the_binary_imports_sends_backs_up_and_restores(
         assert rows(data / "appliance.db", sql) == rows(restored / "appliance.db", sql), sql
     assert len(rows(restored / "appliance.db", "SELECT ref FROM messages")) == total
     assert cold_start < 20
+
+
+def test_the_binary_runs_the_smsc_simulator_with_its_native_codec(
+        binary: Path, tmp_path: Path, procs: list[Proc]) -> None:
+    """smpp34 is a compiled extension: the frozen binary must carry it and load it."""
+    smpp_port = free_port()
+    procs.append(Proc([str(binary), "simulator", "--port", "0", "--smpp-port", str(smpp_port),
+                       "--delay-min-ms", "0", "--delay-max-ms", "0"], tmp_path / "smsc.log"))
+    store = Store()
+
+    async def body() -> None:
+        session = SmppSession(settings_for(smpp_port, reconnect_max_s=0.2), store.on_deliver)
+        await session.start()
+        try:
+            assert await session.wait_bound(20), session.state()
+            outs = await session.submit(message("bin", "İkili dosyadan merhaba " * 4))
+            assert len(outs) == 2 and all(o.id_key for o in outs)
+            await wait_until_async(lambda: sorted(store.receipt_keys()) == sorted(
+                o.id_key or "" for o in outs), 10, what="receipts from the frozen SMSC")
+        finally:
+            await session.stop()
+
+    asyncio.run(body())

@@ -1,0 +1,120 @@
+"""SMSC message ids in one canonical form, so a receipt finds its part (SMPP-4).
+
+A ``deliver_sm`` receipt names its message only by the SMSC's id: in the
+``receipted_message_id`` TLV (by the specification, the id of the ``submit_sm_resp``)
+and in the receipt text (``id:...``), where many SMSCs write a hexadecimal id in
+decimal. Both sides are turned into a *key*; a receipt belongs to the part whose
+``submit_sm_resp`` id has the same key.
+
+The key of a numeric id is its value written in decimal without leading zeros
+(``"00001A2b"`` read as hex and ``"6699"`` read as decimal are both ``"6699"``); the
+key of any other id is the id in lower case. ``receipt_id_format`` says how to read:
+
+- ``as-is``: the id exactly as sent (only surrounding blanks and NULs dropped).
+- ``decimal``: every id is a decimal number.
+- ``hex``: every id is a hexadecimal number, in the response and the receipt alike.
+- ``auto``: from the ids themselves. An id with a letter ``a``-``f`` is hexadecimal, and
+  then so is the provider's side it came from: once one ``submit_sm_resp`` id had a
+  letter, an all-digit response id is read as hex too (``"1234"`` is 4660); once one
+  receipt text id had a letter (or equalled its hex TLV id), all-digit text ids are
+  read as hex. Before that, all-digit ids are decimal. So an SMSC that answers hex and
+  writes decimal, one that writes hex on both sides, and a decimal one all match;
+  what :class:`IdEvidence` holds is the only state and is kept by the caller.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Literal
+
+IdFormat = Literal["auto", "hex", "decimal", "as-is"]
+ID_FORMATS: tuple[IdFormat, ...] = ("auto", "hex", "decimal", "as-is")
+
+_HEX = frozenset(string.hexdigits)
+_DIGITS = frozenset(string.digits)
+_LETTERS = frozenset("abcdefABCDEF")
+
+
+def trimmed(raw: str) -> str:
+    return raw.strip().strip("\x00").strip()
+
+
+def is_hex(text: str) -> bool:
+    return bool(text) and all(ch in _HEX for ch in text)
+
+
+def is_decimal(text: str) -> bool:
+    return bool(text) and all(ch in _DIGITS for ch in text)
+
+
+def has_hex_letter(text: str) -> bool:
+    return is_hex(text) and any(ch in _LETTERS for ch in text)
+
+
+def as_hex(text: str) -> str:
+    return str(int(text, 16)) if is_hex(text) else text.lower()
+
+
+def as_decimal(text: str) -> str:
+    return str(int(text, 10)) if is_decimal(text) else text.lower()
+
+
+def key(raw: str, fmt: IdFormat, *, hex_side: bool = False) -> str:
+    """The canonical key of one id; ``hex_side`` is ``auto``'s evidence for its side."""
+    text = trimmed(raw)
+    if fmt == "as-is":
+        return text
+    if fmt == "hex":
+        return as_hex(text)
+    if fmt == "decimal":
+        return as_decimal(text)
+    if has_hex_letter(text) or (hex_side and is_hex(text)):
+        return as_hex(text)
+    return as_decimal(text)
+
+
+@dataclass
+class IdEvidence:
+    """What ``auto`` has learnt about one provider's ids (persist it to keep it)."""
+
+    submit_hex: bool = False  # a submit_sm_resp id (or TLV id) had a letter a-f
+    text_hex: bool = False  # a receipt text id had one, or equalled a hex TLV id
+
+
+class IdReader:
+    """Keys for one provider's ids under its ``receipt_id_format``."""
+
+    def __init__(self, fmt: IdFormat, evidence: IdEvidence | None = None) -> None:
+        self.fmt = fmt
+        self.evidence = evidence or IdEvidence()
+
+    def submit_key(self, message_id: str) -> str:
+        """The key of a ``submit_sm_resp`` id (learning from it under ``auto``)."""
+        if self.fmt == "auto" and has_hex_letter(trimmed(message_id)):
+            self.evidence.submit_hex = True
+        return key(message_id, self.fmt, hex_side=self.evidence.submit_hex)
+
+    def receipt_key(self, tlv_id: str | None, text_id: str | None) -> str | None:
+        """The key of a receipt: from ``receipted_message_id`` when present, else from
+        the text's ``id:``; ``None`` when it has neither."""
+        tlv = trimmed(tlv_id) if tlv_id else ""
+        text = trimmed(text_id) if text_id else ""
+        if self.fmt == "auto":
+            self._learn(tlv, text)
+        if tlv:
+            return key(tlv, self.fmt, hex_side=self.evidence.submit_hex)
+        if text:
+            return key(text, self.fmt, hex_side=self.evidence.text_hex)
+        return None
+
+    def _learn(self, tlv: str, text: str) -> None:
+        ev = self.evidence
+        if has_hex_letter(tlv):
+            ev.submit_hex = True
+        if has_hex_letter(text):
+            ev.text_hex = True
+        elif (tlv and text and ev.submit_hex and is_hex(text)
+              and as_hex(tlv) == as_hex(text) and as_hex(tlv) != as_decimal(text)):
+            # The text repeats the hex TLV id digit for digit: text ids are hex too.
+            ev.text_hex = True
