@@ -6,7 +6,7 @@
 -- reported_at = 0 means "the provider sent no time".
 --
 -- Versioned with PRAGMA user_version (see appliance/store/schema.py). This file is
--- the current schema; appliance/store/migrations.py holds the steps from older ones.
+-- the current schema; MIGRATIONS in appliance/store/schema.py holds the steps from older ones.
 
 CREATE TABLE accounts (
     id           INTEGER PRIMARY KEY,
@@ -141,6 +141,10 @@ CREATE TABLE messages (
     updated_at        INTEGER NOT NULL,
     submitted_at      INTEGER,
     finalised_at      INTEGER,  -- our clock, when a final state was reached
+    -- MSG-1: how the body travels, from our segmentation at acceptance.
+    encoding          TEXT    NOT NULL DEFAULT 'GSM-7',  -- GSM-7 or UCS-2
+    parts             INTEGER NOT NULL DEFAULT 1,  -- SMS parts the body is billed as
+    ucs2_because      TEXT,  -- the first character that forced UCS-2, or NULL
     UNIQUE (account_id, idempotency_key),
     UNIQUE (campaign_id, msisdn)
 );
@@ -152,6 +156,26 @@ CREATE INDEX messages_campaign_state ON messages (campaign_id, state);
 CREATE INDEX messages_msisdn ON messages (account_id, msisdn);
 CREATE INDEX messages_provider_id ON messages (provider, provider_msg_id);
 CREATE INDEX messages_open ON messages (state, submitted_at);  -- DLR-7 cut-off
+
+-- MSG-3/4: one row per part the provider reports on separately (Vonage: one per SMS
+-- part, each with its own id; Twilio, Infobip: one, their id covers every part). Written
+-- with the submission outcome in the same unit as the message's SUBMITTED. The
+-- message's state is the aggregate of its parts' states (appliance/reports/aggregate.py).
+-- state: RETRY (not taken yet, sent again), SUBMITTED, UNCERTAIN (maybe taken, never
+-- resent blindly), REJECTED, then what reports say (ACCEPTED ENROUTE DELIVERED FAILED
+-- EXPIRED REJECTED) or UNKNOWN (cut off).
+CREATE TABLE message_parts (
+    message_id        INTEGER NOT NULL REFERENCES messages(id),
+    part              INTEGER NOT NULL,  -- 1, 2, ... in the provider's order
+    provider_msg_id   TEXT,  -- the provider's id for this part; NULL until known
+    state             TEXT    NOT NULL,
+    state_at          INTEGER NOT NULL DEFAULT 0,  -- provider time of the report that set state
+    error             TEXT,
+    submitted_at      INTEGER,  -- our clock, when the provider took it
+    finalised_at      INTEGER,  -- our clock, when a final state was reached
+    updated_at        INTEGER NOT NULL,
+    PRIMARY KEY (message_id, part)
+);
 
 -- DLR-2: every authenticated callback body, as received, before interpretation.
 CREATE TABLE raw_reports (
@@ -186,6 +210,7 @@ CREATE TABLE report_inbox (
     next_try_at    INTEGER NOT NULL,
     repeats        INTEGER NOT NULL DEFAULT 0,
     message_id     INTEGER,  -- the message it was matched to
+    part           INTEGER,  -- the part it was about; NULL: waiting, or the whole message
     applied_at     INTEGER,  -- our clock, when it was matched (applied or kept as stale)
     outcome        TEXT,  -- APPLIED, STALE (kept in history, not applied), or NULL while waiting
     UNIQUE (ref, provider_msg_id, status, reported_at, provider)
@@ -195,11 +220,13 @@ CREATE INDEX report_inbox_received ON report_inbox (received_at);
 CREATE INDEX report_inbox_provider_id ON report_inbox (provider, provider_msg_id);
 CREATE INDEX report_inbox_message ON report_inbox (message_id);
 
--- Where a provider reports only its own id, the id -> ref mapping recorded at submit.
+-- Where a provider reports only its own id, the id -> (ref, part) mapping recorded at
+-- submit, one row per part id.
 CREATE TABLE provider_ids (
     provider         TEXT NOT NULL,
     provider_msg_id  TEXT NOT NULL,
     ref              TEXT NOT NULL,
+    part             INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (provider, provider_msg_id)
 );
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 PROVIDER_KINDS = ("simulator", "http", "vonage", "twilio", "infobip")
+# A concatenated SMS numbers its parts in one octet.
+MAX_PARTS_LIMIT = 255
 SECRET_KEYS = ("api_key", "api_secret", "signature_secret", "auth_token", "secret", "password")
 
 
@@ -87,6 +89,7 @@ class ProviderSettings:
     auth_token: str = ""
     secret: str = ""
     dedupes_on_ref: bool = False
+    max_parts: int = 10  # longest text accepted, in SMS parts (MSG-1)
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -299,6 +302,11 @@ def _validate(s: Settings) -> None:
         raise ConfigError(
             f"[sending] default_provider: no provider named {s.sending.default_provider!r}"
         )
+    for p in s.providers.values():
+        if not 1 <= p.max_parts <= MAX_PARTS_LIMIT:
+            raise ConfigError(f"[providers.{p.name}] max_parts: must be between 1 and"
+                              f" {MAX_PARTS_LIMIT} (a concatenated SMS has at most"
+                              f" {MAX_PARTS_LIMIT} parts), got {p.max_parts}")
     if s.data_dir.exists() and not s.data_dir.is_dir():
         raise ConfigError(f"data_dir: {s.data_dir} exists and is not a directory")
     urls = (("public_url", s.public_url), ("[alerts] webhook_url", s.alerts.webhook_url))

@@ -81,6 +81,12 @@ class HttpTransport(Transport):
         return self._idle
 
     async def submit(self, msg: OutgoingMessage) -> Outcome:
+        if msg.skip_parts:
+            # One request carries the whole text: some parts cannot be sent alone, and
+            # sending all would repeat the ones the provider has.
+            return Outcome(SubmitResult.REJECTED,
+                           error="the provider has some parts already; an HTTP submission"
+                                 " cannot send only the others")
         try:
             request = self.wire.build_request(msg)
         except Exception as exc:  # nothing went out: safe to try again later

@@ -55,6 +55,7 @@ def build_provider(settings: ProviderSettings, *, submit_timeout_s: float,
         reports=adapter,
         dedupes_on_ref=adapter.dedupes_on_ref,
         reports_by_provider_id_only=adapter.reports_by_provider_id_only,
+        reports_per_part=adapter.reports_per_part,
     )
 
 

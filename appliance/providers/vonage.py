@@ -38,6 +38,7 @@ from .base import (
     Outcome,
     OutgoingMessage,
     ParsedReport,
+    PartOutcome,
     ProviderAdapter,
     ReportParseError,
     SubmitResult,
@@ -208,7 +209,19 @@ class VonageAdapter(ProviderAdapter):
             headers={"Accept": "application/json"},
         )
 
+    # One messages[] entry per SMS part, each with its own message-id, and a receipt per
+    # part under that id: the parts are recorded (and reported on) separately.
+    reports_per_part: ClassVar[bool] = True
+
     def interpret_response(self, response: httpx.Response) -> Outcome:
+        """Every ``messages[]`` entry is one part: accepted with its own ``message-id``,
+        or refused with its ``status``.
+
+        Any part accepted: the message is taken (a resend would duplicate those parts),
+        each refused part is ``REJECTED`` on its own, and a ``message-count`` above the
+        entries listed leaves the unlisted parts ``UNCERTAIN``. No part accepted: the
+        whole message is ``RETRY`` when every status is transient, else ``REJECTED``.
+        """
         failed = self.http_outcome(response, short(response.text, 120))
         if failed is not None:
             return failed
@@ -228,12 +241,26 @@ class VonageAdapter(ProviderAdapter):
             for i, code in enumerate(statuses)
             if code != "0"
         ]
-        accepted = [i for i, code in enumerate(statuses) if code == "0"]
-        if accepted:
-            msg_id = parts[accepted[0]].get("message-id")
-            return Outcome(
-                SubmitResult.ACCEPTED,
-                provider_msg_id=msg_id if isinstance(msg_id, str) and msg_id else None,
+        if any(code == "0" for code in statuses):
+            results: list[PartOutcome] = []
+            for i, code in enumerate(statuses):
+                if code == "0":
+                    msg_id = parts[i].get("message-id")
+                    results.append(PartOutcome(
+                        i + 1, SubmitResult.ACCEPTED,
+                        provider_msg_id=msg_id if isinstance(msg_id, str) and msg_id else None))
+                else:
+                    error = _describe(i, len(parts), code, parts[i].get("error-text"))
+                    results.append(PartOutcome(i + 1, SubmitResult.REJECTED, error=short(error)))
+            count = data.get("message-count") if isinstance(data, dict) else None
+            listed = len(parts)
+            if isinstance(count, str | int) and str(count).strip().isdigit():
+                missing = f"vonage: message-count {count} but {listed} messages[] entries"
+                for part in range(listed + 1, min(int(str(count).strip()), 255) + 1):
+                    results.append(PartOutcome(part, SubmitResult.UNCERTAIN, error=missing))
+                    errors.append(f"part {part}: not listed in the answer")
+            return Outcome.of_parts(
+                tuple(results),
                 error=short("partly accepted: " + "; ".join(errors)) if errors else None,
             )
         if all(code in TRANSIENT_SUBMIT_STATUS for code in statuses):

@@ -1,12 +1,24 @@
-"""Matching reports to messages and applying them (DLR-5, DLR-6).
+"""Matching reports to messages and their parts, and applying them (DLR-5, DLR-6, MSG-4).
 
-A report names a message by our ref or, for providers that only know their own id,
-by ``(provider, provider_msg_id)`` through the mapping the sender records at submit.
-:func:`settle` looks the message up, asks :mod:`appliance.reports.states` for a verdict and writes
-it: the message's new state (guarded on the state it read) and the inbox row marked
-``APPLIED`` or ``STALE`` (kept as history) with the message it belongs to. A report
-with no message yet, or for a message the sender has not recorded as submitted,
-stays waiting with its next attempt scheduled.
+A report names a message by ``(provider, ref)`` or, for providers that only know their
+own id, by ``(provider, provider_msg_id)`` through the mapping the sender records at
+submit (MSG-6: a report from one provider never touches a message sent through
+another). Within the message it is about one part:
+
+* the part whose provider id it carries;
+* a report whose id no part has yet goes to a part whose id is not known yet (the
+  parts of a submission whose answer was never read), else it is a part the provider
+  split off that we did not count, and becomes a new part;
+* a report with no provider id is about the whole message: it is offered to every
+  part sent so far, and newer-wins decides for each part (so it closes every part still
+  open, and replaces a final part's state only where it is newer).
+
+:func:`settle` asks :mod:`appliance.reports.states` for a verdict per part, writes the
+parts that changed, then sets the message's state from all its parts
+(:mod:`appliance.reports.aggregate`), and marks the inbox row ``APPLIED`` or ``STALE``
+(kept as history) with the message and part it belongs to. A report with no message
+yet, or for a message the sender has not recorded as submitted, stays waiting with its
+next attempt scheduled.
 
 :func:`apply_waiting_for_refs` is DLR-6: the sender calls it with the refs it has just
 committed (in the same write unit or the next), so a report that beat its message
@@ -19,9 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import apsw
 
+from appliance.reports.aggregate import PartView, aggregate, finalised_at
 from appliance.reports.inbox import (
     WAITING_COLUMNS,
     InboxReport,
@@ -33,9 +47,17 @@ from appliance.reports.inbox import (
     store_raw,
     waiting_from_row,
 )
-from appliance.reports.states import REPORTED_FINAL, Verdict, decide, is_final
+from appliance.reports.states import (
+    NOT_YET_SENT,
+    REPORTED_FINAL,
+    Verdict,
+    decide,
+    is_final,
+)
 
 _IN_CHUNK = 500
+# A part row in this state was never taken by the provider: no report is about it.
+_NOT_SENT = "RETRY"
 
 
 @dataclass(frozen=True)
@@ -45,20 +67,44 @@ class MessageState:
     state: str
     state_at: int
     finalised_at: int | None
+    provider_msg_id: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class PartState:
+    """One part as :func:`settle` reads and rewrites it."""
+
+    part: int
+    provider_msg_id: str | None
+    state: str
+    state_at: int
+    finalised_at: int | None
+    error: str | None
+    changed: bool = False
+    new: bool = False  # no row yet: inserted when written
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def find_message(conn: apsw.Connection, row: Waiting) -> MessageState | None:
-    """The message a report is about, if it is in the database yet."""
-    select = "SELECT id, ref, state, state_at, finalised_at FROM messages"
+    """The message a report is about, if it is in the database yet (MSG-6: only among
+    the messages sent through the provider that sent the report)."""
+    select = ("SELECT id, ref, state, state_at, finalised_at, provider_msg_id, error"
+              " FROM messages")
     found = None
     if row.ref:
-        found = conn.execute(select + " WHERE ref = ?", (row.ref,)).fetchone()
+        found = conn.execute(select + " WHERE ref = ? AND provider = ?",
+                             (row.ref, row.provider)).fetchone()
     elif row.provider_msg_id:
         mapped = conn.execute(
             "SELECT ref FROM provider_ids WHERE provider = ? AND provider_msg_id = ?",
             (row.provider, row.provider_msg_id)).fetchone()
         if mapped is not None:
-            found = conn.execute(select + " WHERE ref = ?", (mapped[0],)).fetchone()
+            found = conn.execute(select + " WHERE ref = ? AND provider = ?",
+                                 (mapped[0], row.provider)).fetchone()
         else:
             found = conn.execute(
                 select + " WHERE provider = ? AND provider_msg_id = ?",
@@ -66,7 +112,48 @@ def find_message(conn: apsw.Connection, row: Waiting) -> MessageState | None:
     if found is None:
         return None
     return MessageState(int(found[0]), str(found[1]), str(found[2]), int(found[3]),
-                        None if found[4] is None else int(found[4]))
+                        None if found[4] is None else int(found[4]), _text(found[5]),
+                        _text(found[6]))
+
+
+def read_parts(conn: apsw.Connection, message: MessageState) -> list[PartState]:
+    """The message's parts; one standing where the message stands if none is recorded.
+
+    No part rows: the message's submission answer said nothing of its parts (a
+    refusal, or a retry that the provider took after all). Its one part starts from the
+    message's own state, so newer-wins runs exactly as it would on the message. (Two
+    statements, not a join: on this path, measured, the join costs more.)
+    """
+    rows: list[Any] = conn.execute(
+        "SELECT part, provider_msg_id, state, state_at, finalised_at, error"
+        " FROM message_parts WHERE message_id = ? ORDER BY part", (message.id,)).fetchall()
+    if rows:
+        return [PartState(int(r[0]), _text(r[1]), str(r[2]), int(r[3]),
+                          None if r[4] is None else int(r[4]), _text(r[5])) for r in rows]
+    state = "SUBMITTED" if message.state == _NOT_SENT else message.state
+    return [PartState(1, message.provider_msg_id, state, message.state_at,
+                      message.finalised_at, None, changed=True, new=True)]
+
+
+def _targets(parts: list[PartState], row: Waiting, message_final: bool) -> list[PartState]:
+    """The parts ``row`` is about (see the module's rules); may add or bind a part."""
+    pid = row.provider_msg_id
+    if not pid:
+        return [p for p in parts if p.state != _NOT_SENT]
+    for p in parts:
+        if p.provider_msg_id == pid:
+            return [p]
+    for p in parts:
+        if p.provider_msg_id is None and p.state != _NOT_SENT:
+            p.provider_msg_id = pid
+            p.changed = True
+            return [p]
+    if message_final and not is_final(row.state):
+        return []  # an unknown part's intermediate report never reopens a final message
+    extra = PartState(max(p.part for p in parts) + 1, pid, "SUBMITTED", 0, None, None,
+                      changed=True, new=True)
+    parts.append(extra)
+    return [extra]
 
 
 def _failure_text(row: Waiting) -> str | None:
@@ -76,31 +163,58 @@ def _failure_text(row: Waiting) -> str | None:
     return None
 
 
+_INSERT_PART = (
+    "INSERT INTO message_parts (provider_msg_id, state, state_at, error, finalised_at,"
+    " updated_at, message_id, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_PART = (
+    "UPDATE message_parts SET provider_msg_id = ?, state = ?, state_at = ?, error = ?,"
+    " finalised_at = ?, updated_at = ? WHERE message_id = ? AND part = ?"
+)
+
+
 def settle(conn: apsw.Connection, row: Waiting, now_ms: int) -> Verdict:
-    """Apply ``row`` to its message, keep it as history, or leave it waiting."""
+    """Apply ``row`` to its message's parts, keep it as history, or leave it waiting."""
     message = find_message(conn, row)
-    if message is None:
+    if message is None or message.state in NOT_YET_SENT:
         defer(conn, row, now_ms)
         return Verdict.WAIT
-    verdict = decide(message.state, message.state_at, row.state, row.reported_at)
-    if verdict is Verdict.WAIT:
-        defer(conn, row, now_ms)
-        return verdict
-    if verdict is Verdict.APPLY:
-        finalised_at = message.finalised_at
-        if is_final(row.state) and message.state not in REPORTED_FINAL:
-            finalised_at = now_ms
+    parts = read_parts(conn, message)
+    targets = _targets(parts, row, is_final(message.state))
+    applied = False
+    for p in targets:
+        if decide(p.state, p.state_at, row.state, row.reported_at) is not Verdict.APPLY:
+            continue
+        if not is_final(row.state):
+            p.finalised_at = None
+        elif p.state not in REPORTED_FINAL or p.finalised_at is None:
+            p.finalised_at = now_ms
+        p.state, p.state_at = row.state, row.reported_at
+        p.error = _failure_text(row) or p.error
+        p.changed = applied = True
+    for p in parts:
+        if p.changed:
+            conn.execute(_INSERT_PART if p.new else _UPDATE_PART,
+                         (p.provider_msg_id, p.state, p.state_at, p.error, p.finalised_at,
+                          now_ms, message.id, p.part))
+    if applied:
+        agg = aggregate([PartView(p.part, p.state, p.state_at, p.error) for p in parts])
         conn.execute(
             "UPDATE messages SET state = ?, state_at = ?, finalised_at = ?,"
             " error = coalesce(?, error),"
             " provider_msg_id = coalesce(provider_msg_id, nullif(?, '')), updated_at = ?"
             " WHERE id = ? AND state = ?",
-            (row.state, row.reported_at, finalised_at, _failure_text(row),
+            (agg.state, agg.state_at,
+             finalised_at(message.state, message.finalised_at, agg, now_ms), agg.error,
              row.provider_msg_id, now_ms, message.id, message.state),
         )
+    verdict = Verdict.APPLY if applied else Verdict.STALE
+    part = targets[0].part if len(targets) == 1 and (row.provider_msg_id or len(parts) == 1) \
+        else None
     conn.execute(
-        "UPDATE report_inbox SET applied_at = ?, outcome = ?, message_id = ? WHERE id = ?",
-        (now_ms, "APPLIED" if verdict is Verdict.APPLY else "STALE", message.id, row.id),
+        "UPDATE report_inbox SET applied_at = ?, outcome = ?, message_id = ?, part = ?"
+        " WHERE id = ?",
+        (now_ms, "APPLIED" if applied else "STALE", message.id, part, row.id),
     )
     return verdict
 
@@ -157,32 +271,36 @@ def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
 
 
 def apply_waiting_for_refs(conn: apsw.Connection, refs: Iterable[str], now_ms: int,
-                           provider_ids: Iterable[tuple[str, str]] = ()) -> int:
+                           provider_ids: Iterable[tuple[str, str]] = (),
+                           provider: str | None = None) -> int:
     """DLR-6: apply the reports waiting for these just-recorded messages.
 
-    ``refs`` are our refs; ``provider_ids`` are ``(provider, provider_msg_id)`` pairs
-    for providers that report only their own id. Returns how many reports were
-    applied (or kept as history). Call it in the unit that records the submissions,
-    or right after that unit commits.
+    ``refs`` are our refs (of messages sent through ``provider``, when given: reports
+    from other providers are not theirs); ``provider_ids`` are ``(provider,
+    provider_msg_id)`` pairs for providers that report only their own id. Returns how
+    many reports were applied (or kept as history). Call it in the unit that records
+    the submissions, or right after that unit commits.
     """
     rows: list[Waiting] = []
     wanted = sorted(set(refs))
+    only = "" if provider is None else " AND provider = ?"
+    extra: tuple[str, ...] = () if provider is None else (provider,)
     for part in _chunks(wanted):
         marks = ",".join("?" * len(part))
         rows += [waiting_from_row(r) for r in conn.execute(
             "SELECT " + WAITING_COLUMNS + " FROM report_inbox"
-            f" WHERE ref IN ({marks}) AND applied_at IS NULL", tuple(part))]
+            f" WHERE ref IN ({marks}) AND applied_at IS NULL{only}", (*part, *extra))]
     by_provider: dict[str, list[str]] = {}
-    for provider, msg_id in provider_ids:
+    for who, msg_id in provider_ids:
         if msg_id:
-            by_provider.setdefault(provider, []).append(msg_id)
-    for provider, ids in by_provider.items():
+            by_provider.setdefault(who, []).append(msg_id)
+    for who, ids in by_provider.items():
         for part in _chunks(sorted(set(ids))):
             marks = ",".join("?" * len(part))
             rows += [waiting_from_row(r) for r in conn.execute(
                 "SELECT " + WAITING_COLUMNS + " FROM report_inbox WHERE provider = ?"
                 f" AND ref = '' AND provider_msg_id IN ({marks}) AND applied_at IS NULL",
-                (provider, *part))]
+                (who, *part))]
     rows.sort(key=lambda r: (r.reported_at, r.id))
     matched = 0
     for row in rows:

@@ -4,14 +4,19 @@ A message submitted (or possibly submitted) more than ``[sending]
 delivery_window_hours`` ago that still has no final state moves to ``UNKNOWN``, so the
 set of open messages cannot grow forever. ``UNKNOWN`` is final for the queue but not
 for the truth: a final report that arrives later still applies (see
-:mod:`appliance.reports.states`). Messages never submitted (``QUEUED``, ``RETRY``)
-are the sender's business and are left alone.
+:mod:`appliance.reports.states`). For a message in several parts, the cut-off closes
+each part still open, and a part's late final report still lands on that part.
+Messages never submitted (``QUEUED``, ``RETRY``) are the sender's business and are
+left alone.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import apsw
 
+from appliance.reports.aggregate import Aggregate, PartView, aggregate, finalised_at
 from appliance.reports.states import CUT_OFF, OPEN_AFTER_SUBMIT
 from appliance.service import Appliance
 
@@ -36,15 +41,43 @@ def overdue_ids(conn: apsw.Connection, submitted_before: int, limit: int) -> lis
 
 def cut_off(conn: apsw.Connection, ids: list[int], now_ms: int) -> int:
     """Move these messages to ``UNKNOWN`` unless a report closed them meanwhile;
-    returns how many moved (a write unit)."""
-    moved = 0
-    for message_id in ids:
-        conn.execute(
-            f"UPDATE messages SET state = ?, finalised_at = ?, updated_at = ?,"
-            f" error = coalesce(error, ?) WHERE id = ? AND state IN ({_MARKS})",
-            (CUT_OFF, now_ms, now_ms, CUT_OFF_ERROR, message_id, *_OPEN))
-        moved += conn.changes()
-    return moved
+    returns how many moved (a write unit).
+
+    Their open parts are closed to ``UNKNOWN`` and the message takes the aggregate of
+    its parts (:mod:`appliance.reports.aggregate`): ``UNKNOWN``, or the worse final state
+    a part already reported (a part ``FAILED`` and one never heard of: ``FAILED``).
+    """
+    if not ids:
+        return 0
+    marks = ",".join("?" * len(ids))
+    still: list[Any] = conn.execute(
+        f"SELECT id, state, finalised_at FROM messages WHERE id IN ({marks})"
+        f" AND state IN ({_MARKS})", (*ids, *_OPEN)).fetchall()
+    if not still:
+        return 0
+    open_ids = [int(r[0]) for r in still]
+    id_marks = ",".join("?" * len(open_ids))
+    conn.execute(
+        f"UPDATE message_parts SET state = ?, finalised_at = ?, updated_at = ?,"
+        f" error = coalesce(error, ?) WHERE message_id IN ({id_marks}) AND state IN ({_MARKS})",
+        (CUT_OFF, now_ms, now_ms, CUT_OFF_ERROR, *open_ids, *_OPEN))
+    parts: dict[int, list[PartView]] = {}
+    for message_id, part, state, state_at, error in conn.execute(
+            "SELECT message_id, part, state, state_at, error FROM message_parts"
+            f" WHERE message_id IN ({id_marks})", tuple(open_ids)):
+        parts.setdefault(int(message_id), []).append(
+            PartView(int(part), str(state), int(state_at), None if error is None else str(error)))
+    updates: list[tuple[Any, ...]] = []
+    for message_id, state, was_finalised in still:
+        found = parts.get(int(message_id))
+        agg = aggregate(found) if found else Aggregate(CUT_OFF, True, 0, None)
+        updates.append((agg.state, finalised_at(str(state), was_finalised, agg, now_ms), now_ms,
+                        agg.error or CUT_OFF_ERROR, int(message_id), *_OPEN))
+    before = conn.total_changes()
+    conn.executemany(
+        "UPDATE messages SET state = ?, finalised_at = ?, updated_at = ?,"
+        f" error = coalesce(error, ?) WHERE id = ? AND state IN ({_MARKS})", updates)
+    return conn.total_changes() - before
 
 
 class CutOff:

@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 
 from appliance.reports.states import FINAL_STATES
+from appliance.sending.segments import Segmentation, segment
 
 EXPANSION_CHUNK = 2000
 IN_FLIGHT = ("QUEUED", "SENDING", "RETRY")
@@ -61,6 +62,44 @@ class Campaign:
     @property
     def expanded(self) -> bool:
         return self.queued_through >= self.last_contact_id
+
+    @property
+    def segmentation(self) -> Segmentation:
+        """How the campaign's body travels (every message of it has this body)."""
+        return segment(self.body)
+
+    @property
+    def parts(self) -> int:
+        """SMS parts the whole campaign is billed as: messages x parts per message."""
+        return self.total * self.segmentation.count
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a campaign would send, before anything is created (MSG-2)."""
+
+    list_name: str
+    provider: str
+    messages: int
+    segmentation: Segmentation
+    suppressed: int = 0
+
+    @property
+    def parts(self) -> int:
+        return self.messages * self.segmentation.count
+
+
+def dry_run(conn: apsw.Connection, account_id: int, list_name: str, provider: str,
+            body: str) -> DryRun:
+    """Count what a campaign to ``list_name`` would send (a read unit; writes nothing)."""
+    lst = conn.execute(
+        "SELECT id FROM lists WHERE account_id = ? AND name = ?", (account_id, list_name)
+    ).fetchone()
+    if lst is None:
+        raise NoSuchList(f"no list named {list_name!r}")
+    row: Any = conn.execute(
+        "SELECT COUNT(*) FROM contacts WHERE list_id = ?", (int(lst[0]),)).fetchone()
+    return DryRun(list_name, provider, int(row[0]), segment(body))
 
 
 @dataclass
@@ -193,15 +232,16 @@ def expand_chunk(conn: apsw.Connection, campaign: Campaign, new_ref: Callable[[]
     )
     if conn.changes() != 1:
         return 0
+    seg = segment(campaign.body)  # one body for the whole campaign: segmented once
     created = 0
     for _cid, msisdn in contacts:
         conn.execute(
             "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body, state,"
-            " attempts, next_attempt_at, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?)"
+            " attempts, next_attempt_at, created_at, updated_at, encoding, parts, ucs2_because)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (campaign_id, msisdn) DO NOTHING",
             (new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
-             campaign.body, now_ms, now_ms, now_ms),
+             campaign.body, now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because),
         )
         created += conn.changes()
     return created

@@ -163,8 +163,9 @@ class Sender:
     async def _recover(self, lane: ProviderLane) -> None:
         now = self.appliance.now_ms()
         dedupes = lane.provider.dedupes_on_ref
+        per_part = lane.provider.reports_per_part
         count = await self.appliance.store.writer.run(
-            lambda c: recover_interrupted(c, lane.name, now, dedupes))
+            lambda c: recover_interrupted(c, lane.name, now, dedupes, per_part))
         lane.recovered = True
         if count:
             self.counters.recovered += count
@@ -183,7 +184,7 @@ class Sender:
         self.counters.attempts += 1
         return await lane.transport.submit(
             OutgoingMessage(ref=msg.ref, msisdn=msg.msisdn, body=msg.body,
-                            callback_url=callback))
+                            callback_url=callback, skip_parts=msg.skip_parts))
 
     async def _record(self, lane: ProviderLane, results: list[tuple[Claimed, Outcome]]) -> None:
         sending = self.appliance.settings.sending
@@ -195,7 +196,8 @@ class Sender:
                 return record_outcomes(
                     c, lane.name, results, now, max_attempts=sending.max_attempts,
                     dedupes_on_ref=provider.dedupes_on_ref,
-                    map_provider_ids=provider.reports_by_provider_id_only)
+                    map_provider_ids=provider.reports_by_provider_id_only,
+                    reports_per_part=provider.reports_per_part)
 
             try:
                 rec = await self.appliance.store.writer.run(unit)

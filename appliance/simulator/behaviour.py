@@ -32,6 +32,7 @@ class Behaviour:
     silent_rate: float = 0.0  # never report
     throttle_rate: float = 0.0  # refuse: HTTP 429 with Retry-After, or status "1" Throttled
     unknown_ref_rate: float = 0.0  # also push a receipt for a ref nobody submitted
+    part_fail_rate: float = 0.0  # a multi-part message: one of its parts fails on its own
     retry_after_s: float = 1.0  # what a throttled answer asks for
     report_format: str = "form"  # form POST, JSON POST or GET, as Vonage accounts choose
     report_retries: int = 8  # delivery attempts per receipt on non-2xx or errors
@@ -42,7 +43,7 @@ class Behaviour:
     def check(self) -> Behaviour:
         rates = ("delivered_rate", "early_reports", "expired_share", "duplicate_rate",
                  "reorder_rate", "intermediate_rate", "silent_rate", "throttle_rate",
-                 "unknown_ref_rate")
+                 "unknown_ref_rate", "part_fail_rate")
         for name in rates:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:

@@ -59,6 +59,8 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Refuse with 429 + Retry-After or status 1 (Throttled).")
 @click.option("--unknown-ref-rate", type=_RATE, default=0.0,
               help="Also report refs nobody submitted.")
+@click.option("--part-fail-rate", type=_RATE, default=0.0,
+              help="Share of multi-part messages of which one part fails on its own.")
 @click.option("--report-format", type=click.Choice(REPORT_FORMATS), default="form",
               show_default=True, help="Receipts as form POST, JSON POST or GET.")
 @click.option("--callback-url", default="", help="Where receipts go when a submission names none.")

@@ -1,17 +1,22 @@
 """The simulated provider: Vonage's ``POST /sms/json`` and its signed delivery receipts.
 
 Submissions are form posts with ``api_key``, ``api_secret``, ``from``, ``to``, ``text``,
-``client-ref``, ``callback`` and ``status-report-req``; the answer is Vonage's
-``{"message-count": "1", "messages": [{..., "status": "0", "message-id": ...}]}``.
-Receipts go to the submission's ``callback`` URL, signed exactly as Vonage signs
-webhooks (the adapter's own :func:`vonage_signature`), pushed by background tasks
-that retry on anything but a ``2xx``, as a real provider does.
+``client-ref``, ``callback`` and ``status-report-req``. The text is split into SMS parts
+as the network splits it (:func:`appliance.sending.segments.segment`) and the answer is
+Vonage's ``{"message-count": "N", "messages": [...]}`` with one entry per part, each
+``"status": "0"`` and its own ``message-id``. Each part gets its own receipt (its
+``messageId``, the message's ``client-ref``) at the submission's ``callback`` URL,
+signed exactly as Vonage signs webhooks (the adapter's own :func:`vonage_signature`),
+pushed by background tasks that retry on anything but a ``2xx``, as a real provider
+does.
 
 Test hooks (not part of Vonage): ``GET /_sim/stats`` says what was received per
 client-ref and what was reported; ``POST /_sim/script`` queues exact answers for the
 next submissions (``{"http": 429, "retry_after": "2"}``, ``{"http": 503}``,
 ``{"status": "3"}``, ``{"hang_s": 5}`` (accept, then answer late), ``{"silent": true}``
-(accept, never report));
+(accept, never report), ``{"refuse_part": 2, "part_status": "5"}`` (part 2 refused inside
+the 200), ``{"fail_part": 3}`` (part 3's receipt says ``failed``), ``{"report_order": [2,
+1]}`` (the final receipts one after the other, in that order of parts));
 ``POST /_sim/reset`` clears both.
 """
 
@@ -38,6 +43,7 @@ from starlette.routing import Route
 
 from appliance.outgoing_http import async_client
 from appliance.providers.vonage import vonage_signature
+from appliance.sending.segments import segment
 from appliance.simulator.behaviour import Behaviour
 
 log = logging.getLogger("appliance.simulator")
@@ -49,12 +55,16 @@ INTERMEDIATE_WORDS = ("accepted", "buffered")
 class RefStats:
     received: int = 0  # submissions that reached us with this client-ref
     received_ms: list[int] = field(default_factory=list)  # when each arrived (wall clock)
-    accepted: int = 0  # of those, answered with status 0
-    message_id: str = ""
-    final: str | None = None  # the final status word we reported (None: silent)
+    accepted: int = 0  # of those, answered with status 0 for at least one part
+    message_id: str = ""  # the first part's id
+    message_ids: list[str] = field(default_factory=list)  # one per part taken, in order
+    parts: int = 0  # parts the last accepted submission was split into
+    final: str | None = None  # the message's final word: its worst part's (None: silent)
+    part_finals: list[str] = field(default_factory=list)  # each reported part's final word
     reports: list[str] = field(default_factory=list)  # status words pushed, in push order
     delivered: int = 0  # receipts acknowledged with a 2xx
-    final_acked: bool = False  # the final receipt was taken at least once
+    final_acked: bool = False  # every part's final receipt was taken at least once
+    finals_waiting: set[str] = field(default_factory=set)  # part ids whose final is not taken
 
 
 @dataclass
@@ -62,6 +72,7 @@ class Receipt:
     url: str
     params: dict[str, str]
     ref: str
+    final: bool = False
 
 
 class Simulator:
@@ -155,18 +166,34 @@ class Simulator:
                 return JSONResponse({"error": "Too Many Requests"}, status_code=429,
                                     headers={"Retry-After": f"{b.retry_after_s:g}"})
             return _answer(to, ref, "1", error="Throughput Rate Exceeded")
-        if stats.accepted:
-            self.duplicates_submitted += 1
-        stats.accepted += 1
-        message_id = secrets.token_hex(8).upper()
-        stats.message_id = message_id
+        # Split as the network does (Vonage counts the same way): one entry, one id and
+        # one receipt per part. A scripted "refuse_part" refuses that part inside the 200.
+        count = segment(params.get("text", "")).count
+        refused = int(step.get("refuse_part", 0)) if step is not None else 0
+        entries: list[dict[str, str]] = []
+        taken: list[tuple[int, str]] = []
+        for part in range(1, count + 1):
+            if part == refused:
+                entries.append(_entry(to, ref, str(step.get("part_status", "5")) if step else "5",
+                                      error="scripted part refusal"))
+                continue
+            message_id = secrets.token_hex(8).upper()
+            taken.append((part, message_id))
+            entries.append(_entry(to, ref, "0", message_id=message_id))
+        if taken:
+            if stats.accepted:
+                self.duplicates_submitted += 1
+            stats.accepted += 1
+        stats.parts = count
+        stats.message_ids = [m for _, m in taken]
+        stats.message_id = stats.message_ids[0] if taken else ""
         callback = params.get("callback") or b.callback_url
         silent = step is not None and bool(step.get("silent"))
-        if callback and params.get("status-report-req", "1") != "0" and not silent:
-            await self._report(callback, to, ref, message_id, stats)
+        if callback and params.get("status-report-req", "1") != "0" and not silent and taken:
+            await self._report(callback, to, ref, taken, stats, step or {})
         if step is not None and "hang_s" in step:
             await asyncio.sleep(float(step["hang_s"]))
-        return _answer(to, ref, "0", message_id=message_id)
+        return JSONResponse({"message-count": str(count), "messages": entries})
 
     async def _scripted(self, step: dict[str, Any], to: str, ref: str) -> Response | None:
         """A scripted answer, or None to accept (``hang_s`` accepts, then stalls)."""
@@ -187,8 +214,15 @@ class Simulator:
             return "delivered"
         return "expired" if self.rng.random() < b.expired_share else "failed"
 
-    async def _report(self, url: str, to: str, ref: str, message_id: str,
-                      stats: RefStats) -> None:
+    async def _report(self, url: str, to: str, ref: str, taken: list[tuple[int, str]],
+                      stats: RefStats, step: dict[str, Any]) -> None:
+        """Receipts for every part taken, each under its part's id, with the client-ref.
+
+        The parts of one message share its fate (the final word), except one part that
+        fails on its own: at ``part_fail_rate``, or the scripted ``fail_part``. A scripted
+        ``report_order`` (part numbers) pushes the final receipts one after the other
+        in that order, each once the previous was taken.
+        """
         b = self.behaviour
         rng = self.rng
         if b.unknown_ref_rate and rng.random() < b.unknown_ref_rate:
@@ -199,23 +233,47 @@ class Simulator:
                         self._delay_s())
         if b.silent_rate and rng.random() < b.silent_rate:
             return
-        final = self._final_word()
-        stats.final = final
+        word = self._final_word()
+        failing = int(step.get("fail_part", 0))
+        if not failing and len(taken) > 1 and b.part_fail_rate \
+                and rng.random() < b.part_fail_rate:
+            failing = rng.choice(taken)[0]
+        finals = {part: ("failed" if part == failing else word) for part, _ in taken}
+        stats.part_finals = [finals[part] for part, _ in taken]
+        stats.final = next((w for w in ("failed", "expired") if w in finals.values()), word)
+        stats.finals_waiting = {message_id for _, message_id in taken}
+        stats.final_acked = False
         sent_at = time.time()
         final_at = sent_at + 1 + (b.delay_max_ms / 1000)
         now: list[Receipt] = []
         later: list[Receipt] = []
-        if b.intermediate_rate and rng.random() < b.intermediate_rate:
-            now.append(Receipt(url, self._receipt(to, ref, message_id, "accepted", sent_at), ref))
-        final_receipt = Receipt(url, self._receipt(to, ref, message_id, final, final_at), ref)
-        now.append(final_receipt)
-        if b.reorder_rate and rng.random() < b.reorder_rate:
-            word = rng.choice(INTERMEDIATE_WORDS)
-            later.append(Receipt(url, self._receipt(to, ref, message_id, word, sent_at), ref))
-        if b.duplicate_rate and rng.random() < b.duplicate_rate:
-            later.append(final_receipt)  # the very same receipt, pushed again
-        for receipt in now + later:
+        in_order: list[Receipt] = []
+        order = step.get("report_order")
+        for part, message_id in taken:
+            if b.intermediate_rate and rng.random() < b.intermediate_rate:
+                now.append(Receipt(url, self._receipt(to, ref, message_id, "accepted", sent_at),
+                                   ref))
+            final_receipt = Receipt(url, self._receipt(to, ref, message_id, finals[part],
+                                                       final_at), ref, final=True)
+            if isinstance(order, list):
+                in_order.append(final_receipt)
+            else:
+                now.append(final_receipt)
+            if b.reorder_rate and rng.random() < b.reorder_rate:
+                word_then = rng.choice(INTERMEDIATE_WORDS)
+                later.append(Receipt(url, self._receipt(to, ref, message_id, word_then, sent_at),
+                                     ref))
+            if b.duplicate_rate and rng.random() < b.duplicate_rate:
+                later.append(final_receipt)  # the very same receipt, pushed again
+        if isinstance(order, list):
+            ids = dict(taken)
+            wanted = [ids[int(p)] for p in order if int(p) in ids]
+            wanted += [m for _, m in taken if m not in wanted]
+            in_order.sort(key=lambda r: wanted.index(r.params["messageId"]))
+        for receipt in now + in_order + later:
             stats.reports.append(receipt.params["status"])
+        if in_order:
+            self._in_sequence(in_order, self._delay_s())
         if b.early_reports and rng.random() < b.early_reports:
             for receipt in now:
                 await self._push(receipt, inline=True)
@@ -226,6 +284,17 @@ class Simulator:
         base = self._delay_s()
         for i, receipt in enumerate(later):
             self._later(receipt, base + 0.05 * (i + 1))
+
+    def _in_sequence(self, receipts: list[Receipt], delay_s: float) -> None:
+        """Push ``receipts`` one after the other, each once the previous was taken."""
+        self.pending += len(receipts)
+
+        async def run() -> None:
+            await asyncio.sleep(delay_s)
+            for receipt in receipts:
+                await self._push(receipt, inline=False, counted=True)
+
+        self._spawn(run())
 
     def _delay_s(self) -> float:
         b = self.behaviour
@@ -288,9 +357,11 @@ class Simulator:
                     stats = self.refs.get(receipt.ref)
                     if stats is not None:
                         stats.delivered += 1
-                        if receipt.params["status"] == stats.final and not stats.final_acked:
-                            stats.final_acked = True
-                            self.last_final_report_ms = self.last_report_ms
+                        if receipt.final:
+                            stats.finals_waiting.discard(receipt.params["messageId"])
+                            if not stats.finals_waiting and not stats.final_acked:
+                                stats.final_acked = True
+                                self.last_final_report_ms = self.last_report_ms
                     return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -324,8 +395,9 @@ class Simulator:
             "refs": {
                 ref: {"received": s.received, "received_ms": s.received_ms,
                       "accepted": s.accepted,
-                      "message_id": s.message_id, "final": s.final, "reports": s.reports,
-                      "delivered": s.delivered}
+                      "message_id": s.message_id, "message_ids": s.message_ids,
+                      "parts": s.parts, "final": s.final, "part_finals": s.part_finals,
+                      "reports": s.reports, "delivered": s.delivered}
                 for ref, s in self.refs.items()
             },
         }
@@ -354,8 +426,9 @@ class Simulator:
         return JSONResponse({"status": "ok", "simulator": True})
 
 
-def _answer(to: str, ref: str, status: str, message_id: str = "",
-            error: str = "") -> Response:
+def _entry(to: str, ref: str, status: str, message_id: str = "",
+           error: str = "") -> dict[str, str]:
+    """One ``messages[]`` entry of Vonage's answer: one SMS part."""
     part: dict[str, str] = {"to": to, "status": status}
     if ref:
         part["client-ref"] = ref
@@ -364,4 +437,10 @@ def _answer(to: str, ref: str, status: str, message_id: str = "",
                      "message-price": "0.03330000", "network": "28601"})
     else:
         part["error-text"] = error
-    return JSONResponse({"message-count": "1", "messages": [part]})
+    return part
+
+
+def _answer(to: str, ref: str, status: str, message_id: str = "",
+            error: str = "") -> Response:
+    return JSONResponse({"message-count": "1",
+                         "messages": [_entry(to, ref, status, message_id, error)]})

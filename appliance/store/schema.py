@@ -13,10 +13,60 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _message_parts(conn: apsw.Connection) -> None:
+    """Version 2 (MSG-1, MSG-3): encoding and parts on messages, one row per part.
+
+    Existing messages get their encoding and parts from their body (each distinct body
+    is segmented once). Every message already submitted (or maybe submitted) gets one
+    part row carrying its provider id and state: before version 2 the appliance knew one
+    id per message, so that is the part its reports were matched to.
+    """
+    from appliance.sending.segments import segment
+
+    conn.execute(
+        "ALTER TABLE messages ADD COLUMN encoding TEXT NOT NULL DEFAULT 'GSM-7';"
+        " ALTER TABLE messages ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;"
+        " ALTER TABLE messages ADD COLUMN ucs2_because TEXT;"
+        " ALTER TABLE report_inbox ADD COLUMN part INTEGER;"
+        " ALTER TABLE provider_ids ADD COLUMN part INTEGER NOT NULL DEFAULT 1;"
+        " CREATE TABLE message_parts ("
+        "  message_id INTEGER NOT NULL REFERENCES messages(id),"
+        "  part INTEGER NOT NULL,"
+        "  provider_msg_id TEXT,"
+        "  state TEXT NOT NULL,"
+        "  state_at INTEGER NOT NULL DEFAULT 0,"
+        "  error TEXT,"
+        "  submitted_at INTEGER,"
+        "  finalised_at INTEGER,"
+        "  updated_at INTEGER NOT NULL,"
+        "  PRIMARY KEY (message_id, part))"
+    )
+    seen: dict[str, tuple[str, int, str | None]] = {}
+    changes: list[tuple[str, int, str | None, int]] = []
+    for message_id, body in conn.execute("SELECT id, body FROM messages"):
+        text = str(body)
+        found = seen.get(text)
+        if found is None:
+            seg = segment(text)
+            found = seen[text] = (seg.encoding, seg.count, seg.ucs2_because)
+        if found != ("GSM-7", 1, None):
+            changes.append((*found, int(message_id)))
+    conn.executemany(
+        "UPDATE messages SET encoding = ?, parts = ?, ucs2_because = ? WHERE id = ?", changes)
+    conn.execute(
+        "INSERT INTO message_parts (message_id, part, provider_msg_id, state, state_at,"
+        " submitted_at, finalised_at, updated_at)"
+        " SELECT id, 1, provider_msg_id, state, state_at, submitted_at, finalised_at,"
+        " updated_at FROM messages"
+        " WHERE state NOT IN ('QUEUED', 'SENDING', 'RETRY')"
+        " AND (submitted_at IS NOT NULL OR state <> 'REJECTED')")
+
 
 # version -> step that takes a database from version-1 to version.
-MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {2: _message_parts}
 
 
 class SchemaTooNew(RuntimeError):

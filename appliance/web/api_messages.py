@@ -17,12 +17,14 @@ from starlette.routing import BaseRoute, Route
 
 from appliance.accounts import Account
 from appliance.clock import iso
+from appliance.config import ProviderSettings
 from appliance.imports.accept import MAX_LIST_NAME
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending.refs import looks_like_ref, new_ref
+from appliance.sending.segments import Unsendable, check_sendable
 from appliance.service import Appliance
 from appliance.web.api_imports import read_limited
 from appliance.web.auth import require_account
@@ -31,6 +33,7 @@ from appliance.web.errors import ApiError, not_found
 MAX_IDEMPOTENCY_KEY = 200
 MAX_REQUEST_BYTES = 64 * 1024
 MAX_MSISDN_CHARS = 64
+MAX_PARTS_DEFAULT = ProviderSettings.max_parts
 
 
 def _appliance(request: Request) -> Appliance:
@@ -63,8 +66,15 @@ async def _json_object(request: Request) -> dict[str, Any]:
     return data
 
 
-def check_body(appliance: Appliance, value: Any) -> str:
-    """A message body as sent (API or console form); :class:`ApiError` 422 otherwise."""
+def check_body(appliance: Appliance, value: Any, provider: str | None = None) -> str:
+    """A message body as sent (API or console form); :class:`ApiError` 422 otherwise.
+
+    The body must also be sendable through ``provider`` (a configured provider's name;
+    the default limits for ``None``): encodable as SMS (no lone surrogate) and no more
+    parts than the provider's ``max_parts``. That refusal is ``422 unsendable_body``
+    with the ``reason`` (``lone_surrogate`` or ``too_many_parts``) and, for too many
+    parts, the ``limit`` and the ``parts`` the body would need.
+    """
     limit = appliance.settings.sending.max_body_chars
     if not isinstance(value, str) or not value.strip():
         raise ApiError(422, "invalid_body", "'body' must be a non-empty string")
@@ -74,6 +84,18 @@ def check_body(appliance: Appliance, value: Any) -> str:
                        limit=limit, submitted=len(value))
     if "\x00" in value:
         raise ApiError(422, "invalid_body", "'body' must not contain NUL characters")
+    settings = appliance.settings.providers.get(provider or "")
+    max_parts = settings.max_parts if settings is not None else MAX_PARTS_DEFAULT
+    try:
+        check_sendable(value, max_parts)
+    except Unsendable as exc:
+        extra: dict[str, Any] = {"reason": exc.reason}
+        text = f"'body' cannot be sent: {exc}"
+        if exc.limit is not None:
+            extra.update(limit=exc.limit, parts=exc.parts)
+            if settings is not None:
+                text += f" of provider {settings.name!r} ([providers.{settings.name}] max_parts)"
+        raise ApiError(422, "unsendable_body", text, **extra) from None
     return value
 
 
@@ -102,8 +124,8 @@ def check_to(appliance: Appliance, value: Any, field: str = "to") -> str:
     return found.msisdn
 
 
-def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None
-                 ) -> dict[str, Any]:
+def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None,
+                 parts: list[msgs.Part] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "ref": m.ref,
         "state": m.state,
@@ -111,6 +133,9 @@ def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None
         "to": m.msisdn,
         "provider": m.provider,
         "provider_msg_id": m.provider_msg_id,
+        "encoding": m.encoding,
+        "parts": m.parts,
+        "ucs2_because": m.ucs2_because,
         "campaign_id": m.campaign_id,
         "attempts": m.attempts,
         "error": m.error,
@@ -126,8 +151,14 @@ def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None
             {"status": h.status, "state": h.state,
              "reported_at": iso(h.reported_at) if h.reported_at else None,
              "received_at": iso(h.received_at), "repeats": h.repeats,
-             "outcome": h.outcome or "WAITING", "error_code": h.error_code}
+             "outcome": h.outcome or "WAITING", "error_code": h.error_code, "part": h.part}
             for h in history
+        ]
+    if parts is not None:
+        out["part_reports"] = [
+            {"part": p.part, "provider_msg_id": p.provider_msg_id, "state": p.state,
+             "reported_at": iso(p.state_at) if p.state_at else None, "error": p.error}
+            for p in parts
         ]
     return out
 
@@ -137,11 +168,13 @@ async def send_message(request: Request) -> Response:
     appliance = _appliance(request)
     data = await _json_object(request)
     key = _idempotency_key(request)
+    msisdn = check_to(appliance, data.get("to"))
+    provider = check_provider(appliance, data.get("provider"))
     new = msgs.NewMessage(
         account_id=account.id,
-        msisdn=check_to(appliance, data.get("to")),
-        body=check_body(appliance, data.get("body")),
-        provider=check_provider(appliance, data.get("provider")),
+        msisdn=msisdn,
+        body=check_body(appliance, data.get("body"), provider),
+        provider=provider,
         idempotency_key=key,
     )
     now = appliance.now_ms()
@@ -154,6 +187,8 @@ async def send_message(request: Request) -> Response:
     if accepted.created:
         appliance.scheduler.wake("sender")
     return JSONResponse({"ref": accepted.ref, "state": accepted.state,
+                         "encoding": accepted.encoding, "parts": accepted.parts,
+                         "ucs2_because": accepted.ucs2_because,
                          "poll": f"/api/messages/{accepted.ref}"}, status_code=202)
 
 
@@ -164,9 +199,11 @@ async def show_message(request: Request) -> Response:
     if not looks_like_ref(ref):
         raise not_found("message")
 
-    def read(c: Any) -> tuple[msgs.Message, list[msgs.HistoryEntry]] | None:
+    def read(c: Any) -> tuple[msgs.Message, list[msgs.HistoryEntry], list[msgs.Part]] | None:
         m = msgs.get_message(c, ref, account.id)
-        return None if m is None else (m, msgs.message_history(c, m))
+        if m is None:
+            return None
+        return m, msgs.message_history(c, m), msgs.message_parts(c, m.id)
 
     found = await appliance.store.readers.run(read)
     if found is None:
@@ -192,6 +229,7 @@ def _pct(part: int, whole: int) -> float:
 
 def campaign_json(p: camp.Progress) -> dict[str, Any]:
     c = p.campaign
+    seg = c.segmentation
     return {
         "id": c.id,
         "campaignId": c.id,
@@ -200,6 +238,13 @@ def campaign_json(p: camp.Progress) -> dict[str, Any]:
         "provider": c.provider,
         "body": c.body,
         "total": c.total,
+        "parts": c.parts,
+        "parts_per_message": seg.count,
+        "encoding": seg.encoding,
+        "ucs2_because": seg.ucs2_because,
+        "suppressed": 0,  # no opt-outs yet: every contact of the list gets its message
+        "cancelled": p.counts.get("CANCELLED", 0),
+        "uncertain": p.counts.get("UNCERTAIN", 0),
         "created": p.created,
         "counts": dict(sorted(p.counts.items())),
         "finalised": p.finalised,
@@ -219,12 +264,19 @@ async def create_campaign(request: Request) -> Response:
     list_name = data.get("list")
     if not isinstance(list_name, str) or not list_name.strip() or len(list_name) > MAX_LIST_NAME:
         raise ApiError(422, "invalid_list", "give the name of one of your lists as 'list'")
+    dry = data.get("dry_run", False)
+    if not isinstance(dry, bool):
+        raise ApiError(422, "invalid_dry_run", "'dry_run' must be true or false")
+    provider = check_provider(appliance, data.get("provider"))
+    body = check_body(appliance, data.get("body"), provider)
+    if dry:
+        return await _dry_run(appliance, account.id, list_name.strip(), provider, body)
     now = appliance.now_ms()
     new = camp.NewCampaign(
         account_id=account.id,
         list_name=list_name.strip(),
-        provider=check_provider(appliance, data.get("provider")),
-        body=check_body(appliance, data.get("body")),
+        provider=provider,
+        body=body,
         idempotency_key=key if key is not None else "auto:" + new_ref(now),
     )
     try:
@@ -237,7 +289,33 @@ async def create_campaign(request: Request) -> Response:
     if created:
         appliance.scheduler.wake("campaigns")
     return JSONResponse({"campaignId": campaign.id, "total": campaign.total,
+                         "parts": campaign.parts, "encoding": campaign.segmentation.encoding,
                          "poll": f"/api/campaigns/{campaign.id}"}, status_code=202)
+
+
+def dry_run_json(d: camp.DryRun) -> dict[str, Any]:
+    return {
+        "dry_run": True,
+        "list": d.list_name,
+        "provider": d.provider,
+        "messages": d.messages,
+        "parts": d.parts,
+        "parts_per_message": d.segmentation.count,
+        "encoding": d.segmentation.encoding,
+        "ucs2_because": d.segmentation.ucs2_because,
+        "suppressed": d.suppressed,
+    }
+
+
+async def _dry_run(appliance: Appliance, account_id: int, list_name: str, provider: str,
+                   body: str) -> Response:
+    """What the campaign would send, read from a snapshot; nothing is written."""
+    try:
+        found = await appliance.store.readers.run(
+            lambda c: camp.dry_run(c, account_id, list_name, provider, body))
+    except camp.NoSuchList as exc:
+        raise ApiError(422, "unknown_list", str(exc)) from None
+    return JSONResponse(dry_run_json(found))
 
 
 async def _owned_campaign(request: Request, account: Account) -> camp.Progress:

@@ -199,3 +199,33 @@ def test_http_status_classes_for_every_kind(code: int, result: SubmitResult) -> 
         out = adapter.interpret_response(response)
         assert out.result is result, (kind, code)
         assert out.error and str(code) in out.error
+
+
+def test_an_outcome_of_parts_says_what_the_money_did() -> None:
+    from appliance.providers import PartOutcome
+
+    taken = Outcome.of_parts((PartOutcome(2, SubmitResult.RETRY, retry_after_s=3.0),
+                              PartOutcome(1, SubmitResult.ACCEPTED, "A1")))
+    assert (taken.result, taken.provider_msg_id, taken.retry_after_s) == (
+        SubmitResult.ACCEPTED, "A1", 3.0)
+    assert [p.part for p in taken.parts] == [1, 2]
+    maybe = Outcome.of_parts((PartOutcome(1, SubmitResult.UNCERTAIN, error="no answer"),
+                              PartOutcome(2, SubmitResult.RETRY)))
+    assert (maybe.result, maybe.error) == (SubmitResult.UNCERTAIN, "part 1: no answer")
+    assert Outcome.of_parts((PartOutcome(1, SubmitResult.REJECTED),)).result is \
+        SubmitResult.REJECTED
+    with pytest.raises(ValueError):
+        Outcome.of_parts(())
+
+
+def test_an_http_transport_never_sends_part_of_a_message() -> None:
+    import asyncio
+
+    from appliance.providers import HttpTransport, OutgoingMessage
+
+    adapter = build_adapter(replace(FULL, kind="vonage", base_url="http://127.0.0.1:9"))
+    transport = HttpTransport(adapter, adapter.settings, 1.0)
+    msg = OutgoingMessage("R1", "+905321234567", "x" * 400, "http://cb", frozenset({1}))
+    out = asyncio.run(transport.submit(msg))
+    assert out.result is SubmitResult.REJECTED and "only the others" in (out.error or "")
+    assert transport._clients == []  # no connection was even opened

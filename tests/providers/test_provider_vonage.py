@@ -197,6 +197,36 @@ def test_multipart_all_accepted_and_partly_accepted() -> None:
     assert partly.error is not None and "part 2/2" in partly.error
 
 
+def test_every_messages_entry_is_a_part_with_its_own_id() -> None:
+    out = adapter().interpret_response(answer(body=parts("0", "0", "0")))
+    assert [(p.part, p.result, p.provider_msg_id) for p in out.parts] == [
+        (1, SubmitResult.ACCEPTED, "0C000000"), (2, SubmitResult.ACCEPTED, "0C000001"),
+        (3, SubmitResult.ACCEPTED, "0C000002")]
+    assert out.provider_msg_id == "0C000000"
+
+
+def test_a_part_refused_inside_a_200_is_rejected_on_its_own() -> None:
+    out = adapter().interpret_response(answer(body=parts("0", "7", "0")))
+    assert out.result is SubmitResult.ACCEPTED
+    assert [(p.part, p.result) for p in out.parts] == [
+        (1, SubmitResult.ACCEPTED), (2, SubmitResult.REJECTED), (3, SubmitResult.ACCEPTED)]
+    refused = out.parts[1]
+    assert refused.provider_msg_id is None
+    assert refused.error is not None and "status 7 (Number Barred)" in refused.error
+    # Even a transient status, once other parts went: resending would repeat them.
+    throttled = adapter().interpret_response(answer(body=parts("0", "1"))).parts[1]
+    assert throttled.result is SubmitResult.REJECTED
+
+
+def test_parts_the_answer_counts_but_does_not_list_are_uncertain() -> None:
+    body = parts("0", "0")
+    body["message-count"] = "3"
+    out = adapter().interpret_response(answer(body=body))
+    assert [(p.part, p.result) for p in out.parts] == [
+        (1, SubmitResult.ACCEPTED), (2, SubmitResult.ACCEPTED), (3, SubmitResult.UNCERTAIN)]
+    assert out.error is not None and "part 3" in out.error
+
+
 def test_http_429_honours_retry_after_seconds_and_date() -> None:
     out = adapter().interpret_response(answer(429, raw=b"", headers={"Retry-After": "7"}))
     assert (out.result, out.retry_after_s) == (SubmitResult.RETRY, 7.0)

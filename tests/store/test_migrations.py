@@ -64,3 +64,36 @@ def test_an_old_database_migrates_to_the_current_schema(tmp_path: Path, version:
         assert check.execute("SELECT name FROM accounts").fetchall() == [("kept",)]
     finally:
         check.close()
+
+
+def test_version_2_counts_the_parts_of_existing_messages_and_gives_sent_ones_a_part(
+        tmp_path: Path) -> None:
+    old = tmp_path / "v1.db"
+    conn = apsw.Connection(str(old))
+    conn.execute((SCHEMAS / "v1.sql").read_text())
+    conn.execute("PRAGMA user_version=1")
+    conn.execute("INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0)")
+    rows = [  # ref, body, state, provider id, submitted_at
+        ("tr", "Merhaba Ayşe, " + "ş" * 80, "DELIVERED", "P1", 5),
+        ("queued", "hello", "QUEUED", None, None),
+        ("refused", "x" * 200, "REJECTED", None, None),
+        ("unsure", "hello", "UNCERTAIN", None, None),
+    ]
+    conn.executemany(
+        "INSERT INTO messages (ref, account_id, provider, msisdn, body, state, state_at,"
+        " next_attempt_at, provider_msg_id, created_at, updated_at, submitted_at)"
+        " VALUES (?, 1, 'p', '+905321234567', ?, ?, 7, 0, ?, 0, 9, ?)", rows)
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    check = open_connection(str(old), readonly=True)
+    try:
+        got = {r[0]: tuple(r[1:]) for r in check.execute(
+            "SELECT ref, encoding, parts, ucs2_because FROM messages")}
+        parts = {r[0]: tuple(r[1:]) for r in check.execute(
+            "SELECT m.ref, p.part, p.provider_msg_id, p.state, p.state_at FROM message_parts p"
+            " JOIN messages m ON m.id = p.message_id")}
+    finally:
+        check.close()
+    assert got == {"tr": ("UCS-2", 2, "ş"), "queued": ("GSM-7", 1, None),
+                   "refused": ("GSM-7", 2, None), "unsure": ("GSM-7", 1, None)}
+    assert parts == {"tr": (1, "P1", "DELIVERED", 7), "unsure": (1, None, "UNCERTAIN", 7)}

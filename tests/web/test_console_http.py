@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import html
 import io
 import re
 import sqlite3
@@ -387,3 +388,31 @@ def test_a_campaign_goes_out_only_as_confirmed(server: Server) -> None:
             "body": "x"})
         assert empty_list.status_code == 422
     assert db_rows(server, "SELECT total, body FROM campaigns") == [(4, "Sale & <more>")]
+
+
+def test_the_confirmation_states_messages_parts_and_why_ucs2(server: Server) -> None:
+    turkish = "Merhaba Ayşe, kampanyamız başladı! " * 3  # 105 characters: 2 UCS-2 parts
+    with sign_in(server) as client:
+        made = submit(client, "+905361000101\n+905361000102\n+905361000103\n", "parts-tr")
+        wait_job(client, int(made.headers["location"].rsplit("/", 1)[1]))
+        token = page_token(client, "/send")
+        review = client.post("/send/campaign/confirm", data={
+            "csrf_token": token, "send_key": send_key(client, 1), "list": "parts-tr",
+            "body": turkish})
+        assert review.status_code == 200
+        assert "3 messages, 6 parts, UCS-2 because of 'ş'" in html.unescape(review.text)
+        assert 'data-confirm-parts="6"' in review.text
+        plain = client.post("/send/campaign/confirm", data={
+            "csrf_token": token, "send_key": send_key(client, 1), "list": "parts-tr",
+            "body": "Spring sale"})
+        assert "3 messages, 3 parts, GSM-7</strong>" in plain.text
+        too_long = client.post("/send/campaign/confirm", data={
+            "csrf_token": token, "send_key": send_key(client, 1), "list": "parts-tr",
+            "body": "x" * (153 * 10 + 1)})
+        assert too_long.status_code == 422 and "more than the limit of 10" in too_long.text
+        sent = client.post("/send/message", data={
+            "csrf_token": token, "send_key": send_key(client, 0), "to": "+905361000104",
+            "body": turkish})
+        shown = html.unescape(client.get(sent.headers["location"]).text)
+        assert "UCS-2 (because of 'ş')" in shown
+        assert re.search(r"<dt>Parts</dt><dd><small data-message-parts>2</small>", shown)

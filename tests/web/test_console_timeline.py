@@ -66,6 +66,28 @@ def test_a_waiting_report_and_a_cut_off_are_shown() -> None:
     assert events[-1].title.startswith("Cut off")
 
 
+def test_each_receipt_of_a_message_in_parts_is_labelled_with_its_part() -> None:
+    two = Message(**{**message("FAILED").__dict__, "parts": 2, "encoding": "UCS-2",
+                     "ucs2_because": "ş"})
+    history = [
+        HistoryEntry("failed", "FAILED", T0 + 3_000, T0 + 3_500, 0, "APPLIED", "8", part=2),
+        HistoryEntry("delivered", "DELIVERED", T0 + 3_000, T0 + 4_000, 0, "APPLIED", None,
+                     part=1),
+        # Older than part 1's DELIVERED: stale for part 1, whatever part 2 said.
+        HistoryEntry("accepted", "ACCEPTED", T0 + 2_500, T0 + 4_500, 0, "STALE", None,
+                     part=1),
+    ]
+    events = message_timeline(two, history)
+    titles = [e.title for e in events]
+    assert titles[0] == "Accepted by the appliance (QUEUED, 2 UCS-2 parts)"
+    assert "Report failed → FAILED, provider code 8 (part 2 of 2)" in titles
+    assert "Report delivered → DELIVERED (part 1 of 2)" in titles
+    stale = events[-1]
+    assert stale.title.endswith("(part 1 of 2)")
+    assert any("final state DELIVERED" in n for n in stale.notes)
+    assert any("the part became FAILED" in n for n in events[2].notes)
+
+
 def test_every_hour_of_the_window_gets_a_slot_and_bars_are_escaped_text() -> None:
     start = 10 * HOUR_MS + 123
     bars = [HourBar(12 * HOUR_MS, 3, 10)]

@@ -5,8 +5,9 @@ and the rows are written by the sender's store units (``insert_message``,
 ``create_campaign``). Every send form carries a key made when the form was shown, so
 posting it twice (a double click, a reload) gives back the first message or campaign
 instead of sending again. A campaign is sent only from a confirmation page that
-states how many messages will go out; if the list changed in between, it is not sent
-and the confirmation is shown again with the new count.
+states how many messages and SMS parts will go out (and why the text is UCS-2 if it
+is); if the list changed in between, it is not sent and the confirmation is shown
+again with the new count.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from appliance.imports.import_job import list_jobs, list_lists, list_summary
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending.refs import new_ref
+from appliance.sending.segments import segment
 from appliance.web.api_messages import campaign_json, check_body, check_provider, check_to
 from appliance.web.errors import ApiError
 from appliance.web.pages.guard import appliance_of, console_page, refusal
@@ -79,10 +81,10 @@ async def send_form(request: Request, session: ConsoleSession, form: FormData) -
 
 def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, Any]:
     appliance = appliance_of(request)
-    provider = _field(form, "provider") or None
+    provider = check_provider(appliance, _field(form, "provider") or None)
     out: dict[str, Any] = {
-        "body": check_body(appliance, _field(form, "body")),
-        "provider": check_provider(appliance, provider),
+        "body": check_body(appliance, _field(form, "body"), provider),
+        "provider": provider,
     }
     if need_to:
         out["to"] = check_to(appliance, _field(form, "to"))
@@ -144,7 +146,8 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
                                 _values(form))
     return page(request, "confirm.html", session, title="Confirm the campaign", list=found,
                 body=checked["body"], provider=checked["provider"], send_key=key[len(KEY_PREFIX):],
-                running_imports=running_imports, changed_from=None)
+                running_imports=running_imports, changed_from=None,
+                seg=segment(checked["body"]))
 
 
 async def create_campaign(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -181,7 +184,8 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         summary = {"name": name, "contacts": exc.contacts}
         return page(request, "confirm.html", session, status=409, title="Confirm the campaign",
                     list=summary, body=checked["body"], provider=checked["provider"],
-                    send_key=key[len(KEY_PREFIX):], running_imports=0, changed_from=expected)
+                    send_key=key[len(KEY_PREFIX):], running_imports=0, changed_from=expected,
+                    seg=segment(checked["body"]))
     except camp.NoSuchList as exc:
         return await _send_page(request, session, 422, str(exc), _values(form))
     except camp.IdempotencyConflict:

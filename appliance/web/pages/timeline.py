@@ -3,7 +3,8 @@
 Built from the message row and its kept report history (``message_history``), in the
 order things reached us. Each report says what became of it: applied, still waiting
 in the inbox, or kept but not applied, and then why, replaying the newer-wins rule
-(``appliance.reports.states.decide``) over the reports applied before it. Reports that
+(``appliance.reports.states.decide``) over the reports applied before it to the same
+part. For a message in several parts each report is labelled with its part. Reports that
 arrived before our own record of the submission (the race the inbox absorbs) and
 reports that came more than once (repeats, ignored) are marked.
 """
@@ -57,16 +58,30 @@ def stale_reason(current: str, current_at: int, reported: str, reported_at: int)
             f" {current} takes precedence")
 
 
+def part_label(message: Message, part: int | None) -> str:
+    """Which part a report was about, for a message in several parts ('' for one)."""
+    if message.parts <= 1 and part in (None, 1):
+        return ""
+    if part is None:
+        return " (whole message)"
+    return f" (part {part} of {message.parts})" if part <= message.parts else f" (part {part})"
+
+
 def message_timeline(message: Message, history: list[HistoryEntry]) -> list[Event]:
-    events: list[Event] = [Event(message.created_at, "Accepted by the appliance (QUEUED)",
+    encoding = f", {message.parts} {message.encoding} parts" if message.parts > 1 else ""
+    events: list[Event] = [Event(message.created_at,
+                                 f"Accepted by the appliance (QUEUED{encoding})",
                                  "ours", order=0)]
     if message.submitted_at is not None:
         pid = f", provider id {message.provider_msg_id}" if message.provider_msg_id else ""
         events.append(Event(message.submitted_at,
                             f"Submitted to {message.provider} (SUBMITTED{pid})", "ours", order=2))
-    replay = _Replay()
+    # Newer wins per part: each part's reports are replayed on their own.
+    replays: dict[int | None, _Replay] = {}
     submitted = message.submitted_at
     for i, h in enumerate(sorted(history, key=lambda h: h.received_at)):
+        replay = replays.setdefault(h.part, _Replay())
+        label = part_label(message, h.part)
         tags: list[str] = []
         notes: list[str] = []
         if submitted is None or h.received_at < submitted:
@@ -79,7 +94,11 @@ def message_timeline(message: Message, history: list[HistoryEntry]) -> list[Even
                          f"{'' if h.repeats == 1 else 's'}: the duplicates were ignored")
         if h.outcome == "APPLIED":
             kind = "applied"
-            notes.append(f"applied: the message became {h.state}")
+            if label:
+                notes.append(f"applied: the part became {h.state}; the message is"
+                             " the aggregate of its parts")
+            else:
+                notes.append(f"applied: the message became {h.state}")
             replay.state, replay.state_at = h.state, h.reported_at
         elif h.outcome == "STALE":
             kind = "stale"
@@ -89,7 +108,7 @@ def message_timeline(message: Message, history: list[HistoryEntry]) -> list[Even
             kind = "waiting"
             notes.append("waiting in the inbox for its message")
         code = f", provider code {h.error_code}" if h.error_code else ""
-        events.append(Event(h.received_at, f"Report {h.status} → {h.state}{code}", kind,
+        events.append(Event(h.received_at, f"Report {h.status} → {h.state}{code}{label}", kind,
                             tuple(tags), tuple(notes), h.reported_at or None, order=1 + 2 * i))
     if message.state == CUT_OFF and message.finalised_at is not None:
         events.append(Event(message.finalised_at, "Cut off: no final report within the"
