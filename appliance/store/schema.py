@@ -13,10 +13,17 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _reject_line_length(conn: apsw.Connection) -> None:
+    """2: rejected lines are kept shortened, with the whole line's length beside them."""
+    conn.execute("ALTER TABLE import_rejects ADD COLUMN line_length INTEGER NOT NULL DEFAULT 0")
+    conn.execute("UPDATE import_rejects SET line_length = length(line)")
+
 
 # version -> step that takes a database from version-1 to version.
-MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {2: _reject_line_length}
 
 
 class SchemaTooNew(RuntimeError):

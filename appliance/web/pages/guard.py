@@ -4,10 +4,13 @@
 ``303`` to ``/login?next=...`` (a JSON request gets ``401``). A POST has its body read
 under a byte limit, parsed as a form, and is refused with ``403`` unless it carries
 the session's CSRF token; only then does the handler run, with the parsed form.
+A handler whose write the disk did not take (full or failing) answers ``503`` with
+``Retry-After`` in the same two shapes: nothing of the form was stored.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
@@ -15,9 +18,11 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from appliance.ops.storage import is_storage_error
 from appliance.service import Appliance
 from appliance.web.api_imports import read_limited
-from appliance.web.errors import ApiError
+from appliance.web.errors import ApiError, not_stored
+from appliance.web.forms import parse_form
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.session import (
     CSRF_FIELD,
@@ -27,6 +32,7 @@ from appliance.web.session import (
     tokens_match,
 )
 
+log = logging.getLogger("appliance.http")
 SMALL_FORM_BYTES = 64 * 1024
 Handler = Callable[[Request, ConsoleSession, FormData], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -64,14 +70,9 @@ def refusal(request: Request, session: ConsoleSession | None, status: int, error
 
 
 async def read_form(request: Request, limit: int) -> FormData:
-    """The POSTed form, its body refused with 413 past ``limit`` bytes."""
-    await read_limited(request, limit)
-    try:
-        return await request.form(max_files=2, max_fields=20, max_part_size=limit)
-    except ApiError:
-        raise
-    except Exception as exc:  # starlette raises several types for a bad form body
-        raise ApiError(400, "invalid_form", f"could not read the form ({exc})") from None
+    """The POSTed form, its body refused with 413 past ``limit`` bytes, strictly UTF-8."""
+    body = await read_limited(request, limit)
+    return await parse_form(request, body, max_files=2, max_fields=20, max_part_size=limit)
 
 
 def console_page(handler: Handler, body_limit: BodyLimit | None = None) -> Endpoint:
@@ -96,6 +97,16 @@ def console_page(handler: Handler, body_limit: BodyLimit | None = None) -> Endpo
                 return refusal(request, session, 403, "csrf",
                                "This form is missing its security token or the token is"
                                " stale. Reload the page and try again.")
-        return await handler(request, session, form)
+        try:
+            return await handler(request, session, form)
+        except Exception as exc:
+            if not is_storage_error(exc):
+                raise
+            log.error("not stored: %s: %s", type(exc).__name__, exc,
+                      extra={"route": request.url.path})
+            refused = not_stored()
+            answer = refusal(request, session, refused.status, refused.error, refused.message)
+            answer.headers["Retry-After"] = str(refused.retry_after)
+            return answer
 
     return endpoint

@@ -31,8 +31,10 @@ from appliance.imports.import_job import (
     list_jobs,
     list_lists,
 )
+from appliance.ops.storage import below_reserve
 from appliance.service import Appliance
 from appliance.web.api_imports import job_json, rejects_response
+from appliance.web.errors import STORAGE_RETRY_AFTER_S
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.session import ConsoleSession
@@ -103,14 +105,22 @@ async def import_submit(request: Request, session: ConsoleSession, form: FormDat
         region = check_region(raw_region if isinstance(raw_region, str) else None,
                               limits.default_region)
         total = count_payload_lines(payload, limits)
+        reserve = below_reserve(appliance.settings, len(payload))
+        if reserve is not None:
+            raise Refused(503, "storage_full", reserve)
     except Refused as exc:
         if wants_json(request):
-            return refusal(request, session, exc.status, exc.error, exc.message, **exc.extra)
-        chosen = _list_name(form)
-        return await _import_page(
-            request, session, exc.status, {"error": exc.error, "message": exc.message, **exc.extra},
-            chosen if isinstance(chosen, str) else "",
-            raw_region if isinstance(raw_region, str) else "")
+            answer = refusal(request, session, exc.status, exc.error, exc.message, **exc.extra)
+        else:
+            chosen = _list_name(form)
+            answer = await _import_page(
+                request, session, exc.status,
+                {"error": exc.error, "message": exc.message, **exc.extra},
+                chosen if isinstance(chosen, str) else "",
+                raw_region if isinstance(raw_region, str) else "")
+        if exc.status == 503:
+            answer.headers["Retry-After"] = str(STORAGE_RETRY_AFTER_S)
+        return answer
     key = console_idempotency_key(session.account_id, name, region, payload)
     new = NewJob(session.account_id, name, region, key, payload, ctype, total)
     try:
