@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,28 +107,35 @@ def test_every_sign_in_form_has_a_fresh_token_good_for_one_attempt(
 def test_a_flood_of_sign_ins_is_bounded_and_the_api_keeps_answering(
         console: tuple[Server, FileClock]) -> None:
     srv, _ = console
+    flood = 60
     forms = []
-    for _ in range(40):
+    for _ in range(flood):
         client = srv.client()
         forms.append((client, csrf_of(client.get("/login").text)))
+    start = threading.Barrier(flood)
 
     def post(i: int) -> httpx.Response:
         client, token = forms[i]
+        start.wait()
+        # Each from its own address (as a local proxy reports it), each a new name:
+        # no throttle applies, only the bound on hashing.
         return client.post("/login", data={"csrf_token": token, "username": f"flood-{i}",
-                                           "password": "guess"})
+                                           "password": "guess"},
+                           headers={"X-Forwarded-For": f"203.0.113.{i}"})
 
     assert srv.proc is not None
     peak_before = peak_rss_kb(srv.proc.pid)
-    with concurrent.futures.ThreadPoolExecutor(40) as pool:
-        answers = list(pool.map(post, range(40)))
+    with concurrent.futures.ThreadPoolExecutor(flood) as pool:
+        answers = list(pool.map(post, range(flood)))
         health = httpx.get(srv.url + "/healthz", timeout=5)
     for client, _ in forms:
         client.close()
     statuses = [a.status_code for a in answers]
     assert set(statuses) <= {401, 429} and health.status_code == 200
     busy = [a for a in answers if "being checked right now" in a.text]
-    assert busy and all(a.status_code == 429 and a.headers["Retry-After"] == "1" for a in busy)
-    # scrypt takes 16 MB a check: forty at once would be 640 MB; two at a time is 32 MB.
+    assert busy, f"{flood} at once cannot all have been waiting to be hashed"
+    assert all(a.status_code == 429 and a.headers["Retry-After"] == "1" for a in busy)
+    # scrypt takes 16 MB a check: sixty at once would be ~1 GB; two at a time is 32 MB.
     assert peak_rss_kb(srv.proc.pid) - peak_before < 150_000
     metrics = httpx.get(srv.url + "/metrics").text
     assert not re.search(r'status="5\d\d"', metrics)

@@ -26,7 +26,7 @@ from appliance.web.pages.guard import (
     safe_next,
 )
 from appliance.web.pages.render import page
-from appliance.web.pages.sign_in_guard import HashingGate, sign_in_guard
+from appliance.web.pages.sign_in_guard import sign_in_guard
 from appliance.web.session import (
     CSRF_FIELD,
     SESSION_COOKIE,
@@ -96,12 +96,12 @@ async def login_submit(request: Request) -> Response:
     wait = guard.retry_after_s(name, address, appliance.now_ms())
     if wait:
         return _too_many(request, name, next_path, wait)
-    if guard.hashing.full():
-        return _sign_in_page(request, 429, "Many sign-ins are being checked right now. Please"
-                             " try again in a moment.", name, next_path, retry_after=1)
     found = await appliance.store.readers.run(lambda c: user_for_sign_in(c, name))
-    gate: HashingGate = guard.hashing
-    async with gate:
+    async with guard.hashing.turn() as admitted:
+        if not admitted:
+            return _sign_in_page(request, 429, "Many sign-ins are being checked right now."
+                                 " Please try again in a moment.", name, next_path,
+                                 retry_after=1)
         # Others may have failed for this name while this attempt waited its turn.
         wait = guard.retry_after_s(name, address, appliance.now_ms())
         if wait:

@@ -21,11 +21,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import math
 import secrets
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from appliance.service import Appliance
@@ -88,21 +90,24 @@ class HashingGate:
 
     def __init__(self, slots: int = MAX_HASHING, queue: int = MAX_WAITING) -> None:
         self._slots = asyncio.Semaphore(slots)
-        self._queue = queue
-        self.waiting = 0
+        self.limit = slots + queue
+        self.admitted = 0  # checking or waiting to
 
-    def full(self) -> bool:
-        return self.waiting >= self._queue
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[bool]:
+        """Wait for a slot and yield True, or yield False at once when the queue is full.
 
-    async def __aenter__(self) -> None:
-        self.waiting += 1
+        Admission is decided before the first ``await``, so it cannot race.
+        """
+        if self.admitted >= self.limit:
+            yield False
+            return
+        self.admitted += 1
         try:
-            await self._slots.acquire()
+            async with self._slots:
+                yield True
         finally:
-            self.waiting -= 1
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._slots.release()
+            self.admitted -= 1
 
 
 class SignInTokens:
