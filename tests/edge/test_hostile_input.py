@@ -303,3 +303,16 @@ def test_json_answers_for_json_requests_only_need_valid_input(
                                                            "body": "hello"}).encode(),
                       headers={"Content-Type": "application/json"})
     assert answer.status_code == 202, answer.text
+
+
+def test_the_console_import_decides_the_row_limit_while_the_form_streams(
+        hostile: tuple[Server, httpx.Client]) -> None:
+    srv, _ = hostile
+    before = job_count(srv)
+    with sign_in(srv) as console:
+        data, files = import_form(page_token(console), "+905321234567\n" * 6000, "console-rows")
+        answer = console.post("/import", data=data, files=files,
+                              headers={"Accept": "application/json"})
+    refused(answer, 413, "too_many_rows")
+    assert answer.json()["at_least"] is True and answer.json()["submitted"] > 5000
+    assert job_count(srv) == before

@@ -21,6 +21,7 @@ from starlette.responses import RedirectResponse, Response
 from appliance.ops.storage import is_storage_error
 from appliance.service import Appliance
 from appliance.web.api_imports import read_limited
+from appliance.web.bodies import Watch
 from appliance.web.errors import ApiError, not_stored
 from appliance.web.forms import parse_form
 from appliance.web.pages.render import json_answer, page, wants_json
@@ -37,6 +38,7 @@ SMALL_FORM_BYTES = 64 * 1024
 Handler = Callable[[Request, ConsoleSession, FormData], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 BodyLimit = Callable[[Appliance], int]
+BodyWatch = Callable[[Appliance, Request], Watch]
 
 
 def appliance_of(request: Request) -> Appliance:
@@ -69,14 +71,18 @@ def refusal(request: Request, session: ConsoleSession | None, status: int, error
                 error=error, message=message)
 
 
-async def read_form(request: Request, limit: int) -> FormData:
+async def read_form(request: Request, limit: int, watch: Watch | None = None) -> FormData:
     """The POSTed form, its body refused with 413 past ``limit`` bytes, strictly UTF-8."""
-    body = await read_limited(request, limit)
+    body = await read_limited(request, limit, watch)
     return await parse_form(request, body, max_files=2, max_fields=20, max_part_size=limit)
 
 
-def console_page(handler: Handler, body_limit: BodyLimit | None = None) -> Endpoint:
-    """Wrap ``handler`` with the session check and, for POST, the form and CSRF checks."""
+def console_page(handler: Handler, body_limit: BodyLimit | None = None,
+                 body_watch: BodyWatch | None = None) -> Endpoint:
+    """Wrap ``handler`` with the session check and, for POST, the form and CSRF checks.
+
+    ``body_watch`` makes a check that sees the body piece by piece as it arrives.
+    """
 
     async def endpoint(request: Request) -> Response:
         session = await current_session(request)
@@ -86,7 +92,8 @@ def console_page(handler: Handler, body_limit: BodyLimit | None = None) -> Endpo
         if request.method == "POST":
             limit = body_limit(appliance_of(request)) if body_limit else SMALL_FORM_BYTES
             try:
-                form = await read_form(request, limit)
+                watch = body_watch(appliance_of(request), request) if body_watch else None
+                form = await read_form(request, limit, watch)
             except ApiError as exc:
                 extra = dict(exc.extra)
                 declared = request.headers.get("content-length", "")

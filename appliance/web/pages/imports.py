@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from appliance.imports.accept import (
     Refused,
+    StreamedLineCount,
     check_list_name,
     check_region,
     count_payload_lines,
@@ -46,6 +47,12 @@ MAX_ID = 2**62
 def _import_limit(appliance: Appliance) -> int:
     # The form around the payload (list, region, token, part headers) needs a little room.
     return appliance.settings.imports.max_bytes + 16 * 1024
+
+
+def _import_rows(appliance: Appliance, request: Request) -> StreamedLineCount:
+    # The row limit, decided while the form streams in, as the API does.
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return StreamedLineCount(ctype, appliance.settings.imports.max_rows)
 
 
 def console_idempotency_key(account_id: int, list_name: str, region: str,
@@ -184,7 +191,8 @@ async def lists_page(request: Request, session: ConsoleSession, form: FormData) 
 def routes() -> list[BaseRoute]:
     return [
         Route("/import", console_page(import_form), methods=["GET"]),
-        Route("/import", console_page(import_submit, _import_limit), methods=["POST"]),
+        Route("/import", console_page(import_submit, _import_limit, _import_rows),
+              methods=["POST"]),
         Route("/jobs/{job_id:int}", console_page(job_page), methods=["GET"]),
         Route("/jobs/{job_id:int}.json", console_page(job_progress), methods=["GET"]),
         Route("/jobs/{job_id:int}/rejects.csv", console_page(job_rejects), methods=["GET"]),
