@@ -16,6 +16,7 @@ ORDER = [
     "bench_send.py",
     "bench_backup.py",
     "bench_binary.py",
+    "bench_edge_memory.py",
 ]
 
 
