@@ -133,8 +133,10 @@ async def import_submit(request: Request, session: ConsoleSession, form: FormDat
     try:
         job, created = await appliance.store.writer.run(
             lambda c: create_job(c, new, appliance.now_ms()))
-    except IdempotencyConflict as exc:  # only on a hash collision of the scoped key
-        return refusal(request, session, 422, "idempotency_key_reused", str(exc))
+    except IdempotencyConflict:  # only on a hash collision of the key we made
+        return refusal(request, session, 409, "submission_conflict",
+                       "This list could not be told apart from an earlier one. Change it"
+                       " slightly (add a blank line) and send it again.")
     appliance.scheduler.wake("imports")
     url = f"/jobs/{job.id}" + ("" if created else "?again=1")
     if wants_json(request):
