@@ -51,6 +51,7 @@ def uvicorn_config(app: object, settings: Settings) -> uvicorn.Config:
         loop=loop,
         # httptools, with header/body read timeouts and a header size limit (EDGE-1, 2).
         http=edge_protocol(settings.http),
+        ws="none",  # no WebSocket routes, and the edge protocol times plain HTTP only
         lifespan="on",
         log_config=None,
         access_log=False,
