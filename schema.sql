@@ -100,8 +100,9 @@ CREATE TABLE import_payloads (
 CREATE TABLE import_rejects (
     job_id       INTEGER NOT NULL REFERENCES import_jobs(id),
     line_number  INTEGER NOT NULL,
-    line         TEXT    NOT NULL,
+    line         TEXT    NOT NULL,  -- at most the first 1,000 characters of the line
     reason       TEXT    NOT NULL,
+    line_length  INTEGER NOT NULL DEFAULT 0,  -- characters in the whole line
     PRIMARY KEY (job_id, line_number)
 );
 

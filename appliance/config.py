@@ -74,6 +74,23 @@ class BackupSettings:
 
 
 @dataclass(frozen=True)
+class HttpSettings:
+    """The public edge (EDGE-1, EDGE-2): how long and how much a client may send."""
+
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_header_bytes: int = 16384
+    max_inflight_body_bytes: int = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """Free space kept for the small writes that must not fail (EDGE-4)."""
+
+    min_free_bytes: int = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
 class ProviderSettings:
     name: str
     kind: str
@@ -111,6 +128,8 @@ class Settings:
     reports: ReportSettings = field(default_factory=ReportSettings)
     alerts: AlertSettings = field(default_factory=AlertSettings)
     backup: BackupSettings = field(default_factory=BackupSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
     providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
 
     @property
@@ -145,6 +164,8 @@ SECTIONS: dict[str, type] = {
     "reports": ReportSettings,
     "alerts": AlertSettings,
     "backup": BackupSettings,
+    "http": HttpSettings,
+    "storage": StorageSettings,
 }
 SECTION_ATTR = {"import": "imports"}
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -238,7 +259,8 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Se
         else:
             top[key] = value
     if top:
-        blocked = {"imports", "sending", "reports", "alerts", "backup", "providers"}
+        blocked = {"imports", "sending", "reports", "alerts", "backup", "http", "storage",
+                   "providers"}
         for key in top:
             if key in blocked:
                 raise ConfigError(f"{where}{key}: unknown setting")
@@ -249,7 +271,7 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Se
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     top = {f.name for f in fields(Settings)} - {"imports", "sending", "reports", "alerts",
-                                                 "backup", "providers"}
+                                                 "backup", "http", "storage", "providers"}
     for var, value in env.items():
         if not var.startswith("APPLIANCE_") or var in ("APPLIANCE_CONFIG", "APPLIANCE_CLOCK_FILE"):
             continue
@@ -317,6 +339,22 @@ def _validate(s: Settings) -> None:
         raise ConfigError("[alerts] check_interval_s: must be more than 0")
     if s.shutdown_timeout_s <= 0:
         raise ConfigError("shutdown_timeout_s: must be more than 0")
+    for name in ("header_timeout_s", "body_timeout_s"):
+        if getattr(s.http, name) <= 0:
+            raise ConfigError(f"[http] {name}: must be more than 0")
+    if s.http.max_header_bytes < 1024:
+        raise ConfigError("[http] max_header_bytes: must be at least 1024")
+    largest = max(s.imports.max_bytes, s.reports.max_callback_bytes)
+    if s.http.max_inflight_body_bytes < largest:
+        raise ConfigError("[http] max_inflight_body_bytes: must be at least the largest body"
+                          f" one request may send ([import] max_bytes, {largest})")
+    if s.backup.dir:
+        data, chosen = s.data_dir.absolute().resolve(), Path(s.backup.dir).absolute().resolve()
+        backups = data / "backups"
+        if (chosen == data or data in chosen.parents) and not (
+                chosen == backups or backups in chosen.parents):
+            raise ConfigError(f"[backup] dir: {s.backup.dir} is inside the data dir beside the"
+                              " live files; use its backups/ folder or a place outside it")
     if s.backup.dir and s.backup.interval_hours > 0 and Path(s.backup.dir).exists() \
             and not Path(s.backup.dir).is_dir():
         raise ConfigError(f"[backup] dir: {s.backup.dir} exists and is not a directory")

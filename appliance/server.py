@@ -36,6 +36,7 @@ from appliance.sending import sender
 from appliance.service import Appliance
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.web.app import build_app
+from appliance.web.edge import edge_protocol, raise_open_files_limit
 
 log = logging.getLogger("appliance")
 WATCHDOG_GRACE_S = 5.0
@@ -53,13 +54,17 @@ def uvicorn_config(app: object, settings: Settings) -> uvicorn.Config:
         host=settings.host,
         port=settings.port,
         loop=loop,
-        http="httptools",
+        # httptools, with header/body read timeouts and a header size limit (EDGE-1, 2).
+        http=edge_protocol(settings.http),
+        ws="none",  # no WebSocket routes, and the edge protocol times plain HTTP only
         lifespan="on",
         log_config=None,
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=max(1, int(settings.shutdown_timeout_s / 2)),
-        limit_concurrency=2000,
+        # No connection cap: idle and slow sockets must not lock /healthz or
+        # /callbacks/* out; requests in flight are capped in web/last_resort.py.
+        limit_concurrency=None,
         backlog=4096,
     )
 
@@ -127,6 +132,7 @@ def run_server(settings: Settings, appliance: Appliance | None = None) -> None:
     setup_logging(settings.log_format, settings.log_level, settings.log_full_numbers,
                   _secrets(settings))
     ensure_data_dir(settings)
+    raise_open_files_limit()
     lock = DataDirLock(settings.data_dir)
     lock.acquire()
     try:

@@ -7,7 +7,8 @@ event loop) starts the scheduler; ``stop()`` lets the loops finish their step;
 ``close()`` flushes the writer and closes every connection.
 
 The parts that others read from have typed homes here (``providers``, ``sender``,
-``import_worker``, ``metrics``): set by whoever builds them, ``None`` until then.
+``import_worker``, ``metrics``, ``body_budget``, ``sign_in_guard``): set by whoever
+builds them, ``None`` until then.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from appliance.imports.worker import ImportWorker
     from appliance.ops.metrics import Metrics
     from appliance.sending.sender import Sender
+    from appliance.web.bodies import BodyBudget
+    from appliance.web.pages.sign_in_guard import SignInGuard
 
 log = logging.getLogger("appliance")
 
@@ -39,6 +42,8 @@ class Appliance:
         self.sender: Sender | None = None
         self.import_worker: ImportWorker | None = None
         self.metrics: Metrics | None = None
+        self.body_budget: BodyBudget | None = None
+        self.sign_in_guard: SignInGuard | None = None
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._on_close: list[Callable[[], None]] = []
 

@@ -17,6 +17,7 @@ ORDER = [
     "bench_smpp.py",
     "bench_backup.py",
     "bench_binary.py",
+    "bench_edge_memory.py",
 ]
 
 

@@ -3,6 +3,14 @@
 Shared by the HTTP endpoint and ``appliance import``: size, encoding, line count,
 list name, region. Each refusal carries the HTTP status and the JSON fields the
 API documents, so the terminal and the API say the same thing.
+
+The row limit is decided twice (EDGE-2). While the body streams in,
+:class:`StreamedLineCount` counts the line endings it certainly holds (a lower bound
+of its lines) and refuses the body as soon as that passes ``max_rows``:
+``413 too_many_rows`` with ``submitted`` as far as it counted and ``"at_least":
+true``, and the rest is never read or kept. A body that arrives whole under that
+bound is counted exactly (:func:`count_payload_lines`); over the limit it is
+``413 too_many_rows`` with the exact ``submitted`` and ``"at_least": false``.
 """
 
 from __future__ import annotations
@@ -47,9 +55,85 @@ def check_region(region: Any, default: str) -> str:
     if region is None or region == "":
         return default
     if not isinstance(region, str) or not valid_region(region):
+        shown = repr(region if isinstance(region, str) else type(region).__name__)[:40]
         raise Refused(422, "invalid_region",
-                      f"region {region!r} is not a two-letter country code (e.g. TR, GB, US)")
+                      f"region {shown} is not a two-letter country code (e.g. TR, GB, US)")
     return region.upper()
+
+
+def too_many_rows(counted: int, limit: int, at_least: bool) -> Refused:
+    has = f"at least {counted}" if at_least else f"{counted}"
+    return Refused(
+        413, "too_many_rows",
+        f"This list has {has} lines. The limit is {limit}. Split the list and send it in parts.",
+        limit=limit, submitted=counted, at_least=at_least,
+    )
+
+
+# Line endings as each body shape spells them, and what may be counted that is not one.
+_JSON_ENDINGS = (b"\\n", b"\\r")  # the escapes \n and \r inside a JSON string
+_JSON_FALSE = b"\\\\"  # an escaped backslash: "\\n" is a backslash and an n
+_FORM_ENDINGS = ((b"%0A", b"%0a"), (b"%0D", b"%0d"))
+MULTIPART_FRAMING_LINES = 100  # line breaks multipart framing itself may add
+
+
+class StreamedLineCount:
+    """A lower bound of a body's lines, kept up to date piece by piece.
+
+    Plain text and CSV count ``\\n`` and ``\\r`` (every line but an unterminated last
+    one ends in one of them, a CRLF in both); JSON counts the ``\\n``/``\\r`` escapes
+    less escaped backslashes; url-encoded forms count ``%0A``/``%0D``; multipart
+    counts raw line feeds less what its framing may add. UTF-16 text (a BOM first) is
+    not counted here: its bytes are no line endings. Counting over the previous
+    piece's last bytes keeps endings split across pieces.
+    """
+
+    def __init__(self, content_type: str, max_rows: int) -> None:
+        self.shape = ("json" if content_type == "application/json" else
+                      "form" if content_type == "application/x-www-form-urlencoded" else
+                      "multipart" if content_type == "multipart/form-data" else "text")
+        self.max_rows = max_rows
+        self.counts = [0, 0]
+        self.false = 0
+        self.tail = b""
+        self.off = False
+        self.started = False
+
+    @property
+    def lines_at_least(self) -> int:
+        found = max(self.counts) - self.false
+        if self.shape == "multipart":
+            found -= MULTIPART_FRAMING_LINES
+        return max(found, 0)
+
+    def __call__(self, piece: bytes) -> None:
+        if self.off:
+            return
+        if not self.started:
+            self.started = True
+            if self.shape == "text" and piece[:2] in (b"\xff\xfe", b"\xfe\xff"):
+                self.off = True
+                return
+        window = self.tail + piece
+        tail = self.tail
+        if self.shape in ("text", "multipart"):
+            self.counts[0] += piece.count(b"\n")
+            self.counts[1] += piece.count(b"\r")
+        elif self.shape == "json":
+            for i, pattern in enumerate(_JSON_ENDINGS):
+                self.counts[i] += window.count(pattern) - tail.count(pattern)
+            self.false += window.count(_JSON_FALSE) - tail.count(_JSON_FALSE)
+        else:
+            for i, patterns in enumerate(_FORM_ENDINGS):
+                self.counts[i] += sum(window.count(p) - tail.count(p) for p in patterns)
+        if self.shape == "json":
+            # Only the trailing run of backslashes matters, and of it only its parity.
+            run = len(window) - len(window.rstrip(b"\\"))
+            self.tail = b"\\" * (run if run < 2 else 2 + run % 2)
+        else:
+            self.tail = window[-2:]
+        if self.lines_at_least > self.max_rows:
+            raise too_many_rows(self.lines_at_least, self.max_rows, at_least=True)
 
 
 def count_payload_lines(payload: bytes, limits: ImportSettings) -> int:
@@ -70,12 +154,7 @@ def count_payload_lines(payload: bytes, limits: ImportSettings) -> int:
     except PayloadEncodingError as exc:
         raise Refused(400, "invalid_encoding", str(exc)) from None
     if total > limits.max_rows:
-        raise Refused(
-            413, "too_many_rows",
-            f"This list has {total} lines. The limit is {limits.max_rows}."
-            " Split the list and send it in parts.",
-            limit=limits.max_rows, submitted=total,
-        )
+        raise too_many_rows(total, limits.max_rows, at_least=False)
     if total == 0 or not payload.strip(b" \t\r\n\xef\xbb\xbf\xff\xfe\x00"):
         raise Refused(422, "empty_list", "the list is empty: paste at least one number")
     return total

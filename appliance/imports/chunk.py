@@ -5,7 +5,7 @@ Pure CPU work (no store access), so it can run in a worker thread or process.
 
 from __future__ import annotations
 
-from appliance.imports.import_job import Chunk, ChunkRow
+from appliance.imports.import_job import Chunk, ChunkRow, rejected_row
 from appliance.imports.lines import Entry, ParseError, iter_lines, looks_like_header, parse_line
 from appliance.imports.normalise import Invalid, normalise_msisdn
 
@@ -35,7 +35,7 @@ def parse_chunk(
         if parsed is None:
             blank += 1
         elif isinstance(parsed, ParseError):
-            rows.append(ChunkRow(line.number, None, line=line.text, reason=parsed.reason))
+            rows.append(rejected_row(line.number, line.text, parsed.reason))
         elif entries_seen == 0 and not rows and looks_like_header(line.text):
             rows.append(ChunkRow(line.number, None, line=line.text, header=True))
         else:
@@ -48,5 +48,5 @@ def parse_chunk(
 def _normalised(number: int, text: str, entry: Entry, region: str) -> ChunkRow:
     result = normalise_msisdn(entry.number_text, region)
     if isinstance(result, Invalid):
-        return ChunkRow(number, None, line=text, reason=result.reason)
+        return rejected_row(number, text, result.reason)
     return ChunkRow(number, result.msisdn, name=entry.name, line=text)

@@ -22,7 +22,7 @@ from appliance.imports.import_job import (
     ImportJob,
     NewJob,
     create_job,
-    default_idempotency_key,
+    fallback_idempotency_key,
     get_job,
     payload_sha256,
 )
@@ -54,8 +54,8 @@ def run_import(settings: Settings, data: bytes, list_name: str, region: str | No
         def queue(conn: apsw.Connection) -> ImportJob:
             account = ensure_account(conn, account_name, appliance.now_ms())
             digest = payload_sha256(data)
-            new = NewJob(account.id, name, region_code, default_idempotency_key(account.id, digest),
-                         data, "text/plain", total, digest)
+            key = fallback_idempotency_key(account.id, name, region_code, digest)
+            new = NewJob(account.id, name, region_code, key, data, "text/plain", total, digest)
             job, _ = create_job(conn, new, appliance.now_ms())
             return job
 

@@ -17,6 +17,8 @@ from typing import Any
 import apsw
 
 ACTIVE_STATES = ("DRAFT", "RUNNING")
+# A rejected line is kept up to this many characters, with its full length beside it.
+REJECT_LINE_KEEP = 1000
 JOB_COLUMNS = (
     "j.id, j.account_id, l.name, j.list_id, j.state, j.region, j.total, j.processed,"
     " j.text_offset, j.inserted, j.duplicates_in_paste, j.duplicates_in_list, j.rejected,"
@@ -93,6 +95,13 @@ class ChunkRow:
     line: str = ""
     reason: str = ""
     header: bool = False
+    line_length: int = 0  # of the whole line, when ``line`` was cut to REJECT_LINE_KEEP
+
+
+def rejected_row(line_number: int, text: str, reason: str) -> ChunkRow:
+    """A rejected line's outcome; a long line is kept shortened, with its length."""
+    return ChunkRow(line_number, None, line=text[:REJECT_LINE_KEEP], reason=reason,
+                    line_length=len(text))
 
 
 @dataclass(frozen=True)
@@ -114,12 +123,23 @@ def payload_sha256(payload: bytes) -> str:
 
 
 def default_idempotency_key(account_id: int, payload: bytes | str) -> str:
-    """The key of a submission without ``Idempotency-Key``: account + payload hash.
+    """A key from the account and a payload hash (the console hashes its own scope in).
 
     ``payload`` is the raw bytes or their sha256 hex digest (already computed).
     """
     digest = payload_sha256(payload) if isinstance(payload, bytes) else payload
     return "sha256:" + hashlib.sha256(f"{account_id}:{digest}".encode()).hexdigest()
+
+
+def fallback_idempotency_key(account_id: int, list_name: str, region: str, digest: str) -> str:
+    """The key of a submission sent without ``Idempotency-Key``.
+
+    It covers the account, the list, the region and the payload (its sha256 hex
+    digest), so the same file sent again to the same list is the same job, and the
+    same file sent to another list or region is a new one.
+    """
+    scope = "\0".join((str(account_id), list_name, region, digest))
+    return "auto:" + hashlib.sha256(scope.encode("utf-8")).hexdigest()
 
 
 def ensure_list(conn: apsw.Connection, account_id: int, name: str, now_ms: int) -> int:
@@ -219,9 +239,10 @@ def apply_chunk(conn: apsw.Connection, chunk: Chunk, now_ms: int) -> ImportJob:
         elif row.msisdn is None:
             rejected += 1
             conn.execute(
-                "INSERT INTO import_rejects (job_id, line_number, line, reason) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (job_id, line_number) DO NOTHING",
-                (job.id, row.line_number, row.line, row.reason),
+                "INSERT INTO import_rejects (job_id, line_number, line, reason, line_length)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (job_id, line_number) DO NOTHING",
+                (job.id, row.line_number, row.line[:REJECT_LINE_KEEP], row.reason,
+                 max(row.line_length, len(row.line))),
             )
         else:
             conn.execute(
@@ -278,12 +299,16 @@ def cancel_job(conn: apsw.Connection, job_id: int, account_id: int, now_ms: int)
 
 
 def iter_rejects(conn: apsw.Connection, job_id: int) -> Iterator[tuple[int, str, str]]:
+    """(line number, line, reason); a shortened line's reason gives its full length."""
     for row in conn.execute(
-        "SELECT line_number, line, reason FROM import_rejects WHERE job_id = ?"
+        "SELECT line_number, line, reason, line_length FROM import_rejects WHERE job_id = ?"
         " ORDER BY line_number",
         (job_id,),
     ):
-        yield int(row[0]), str(row[1]), str(row[2])
+        line, reason, length = str(row[1]), str(row[2]), int(row[3] or 0)
+        if length > len(line):
+            reason = (f"{reason} ({length} characters; the first {len(line)} are kept)")
+        yield int(row[0]), line, reason
 
 
 def list_summary(conn: apsw.Connection, account_id: int, name: str) -> dict[str, Any] | None:

@@ -9,6 +9,13 @@ temporary name beside the destination, switched to a single-file journal mode,
 ``PRAGMA integrity_check``-ed, fsynced and renamed into place; a manifest
 (``DEST.manifest.json``) records the schema and app versions, the sha256, the time
 and the row counts.
+
+EDGE-5: a destination inside the data directory is refused (the live database, its
+``-wal``/``-shm``/``-journal``, the lock file, anything else there), except in its
+``backups/`` folder, so a slip of the keyboard cannot replace a live file. A
+temporary copy left by a backup that was killed (``.NAME.tmp-PID``, an SQLite file
+whose process is gone, and its journal) is removed by the next backup into the same
+directory, manual or scheduled.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +38,16 @@ from appliance.store.schema import user_version
 
 log = logging.getLogger("appliance.backup")
 MANIFEST_FORMAT = "appliance-backup/1"
+BACKUPS_FOLDER = "backups"  # the one place inside the data dir that backups may go
+_TEMPORARY = re.compile(r"^\..+\.tmp-(\d+)(-journal|-wal|-shm)?$")
 
 
 class BackupFailed(RuntimeError):
     """The backup could not be taken; nothing was left at the destination."""
+
+
+class BackupRefused(BackupFailed):
+    """The destination is not a place for a backup (an operator's slip, not a failure)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,60 @@ class BackupResult:
     manifest_path: Path
     manifest: dict[str, Any]
     seconds: float
+
+
+def inside_data_dir(path: Path, data_dir: Path) -> bool:
+    """Whether ``path`` (symlinks followed) is in ``data_dir`` but not in its backups/."""
+    data = data_dir.resolve()
+    target = path.absolute().resolve()
+    if target != data and data not in target.parents:
+        return False
+    backups = (data_dir / BACKUPS_FOLDER).resolve()
+    safe = backups != data and data in backups.parents and backups in target.parents
+    return not safe
+
+
+def remove_abandoned_temporaries(directory: Path) -> list[Path]:
+    """Temporary copies left by a backup whose process died (killed mid-copy)."""
+    gone: list[Path] = []
+    try:
+        candidates = list(directory.glob(".*.tmp-*"))
+    except OSError:
+        return gone
+    for path in candidates:
+        match = _TEMPORARY.match(path.name)
+        if match is None or _alive(int(match.group(1))) or not path.is_file():
+            continue
+        if match.group(2) is None and not _sqlite_or_empty(path):
+            continue  # not a copy of ours: another program's file of a similar name
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        log.info("removed an abandoned backup copy", extra={"path": str(path)})
+        gone.append(path)
+    return gone
+
+
+def _sqlite_or_empty(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return False
+    return head in (b"", b"SQLite format 3\x00")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def manifest_path_for(dest: Path) -> Path:
@@ -114,11 +182,16 @@ def take_backup(db_path: Path, dest: Path, now_ms: int, pages_per_step: int = 10
         raise BackupFailed(f"no database at {db_path} (is --data-dir right?)")
     dest = dest.absolute()
     if dest.is_dir():
-        raise BackupFailed(f"{dest} is a directory; give a file name for the backup")
+        raise BackupRefused(f"{dest} is a directory; give a file name for the backup")
     if not dest.parent.is_dir():
-        raise BackupFailed(f"directory {dest.parent} does not exist")
+        raise BackupRefused(f"directory {dest.parent} does not exist")
     if dest.resolve() == db_path.resolve():
-        raise BackupFailed("the backup destination is the live database itself")
+        raise BackupRefused("the backup destination is the live database itself")
+    if inside_data_dir(dest, db_path.parent):
+        raise BackupRefused(
+            f"{dest} is inside the data directory {db_path.parent.absolute()}, beside the live"
+            f" files; write the backup elsewhere, or into {db_path.parent / BACKUPS_FOLDER}/")
+    remove_abandoned_temporaries(dest.parent)
     tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
     try:
         tmp.unlink(missing_ok=True)

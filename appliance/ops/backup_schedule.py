@@ -3,17 +3,15 @@
 The ``backups`` loop takes a backup when the last good one (by anyone, see
 :mod:`appliance.ops.backup_status`) is older than the interval, into
 ``[backup] dir`` (default ``<data_dir>/backups``) as ``appliance-<UTC time>.db`` with
-its manifest, then deletes the oldest beyond ``keep`` (and any temporary copy a
-killed backup process left behind). A failure is logged,
-recorded (so ``/readyz``, ``/metrics`` and the ``backup_stale`` alert show it) and
+its manifest, then deletes the oldest beyond ``keep`` (each backup first removes
+any temporary copy a killed backup process left in its directory). A failure is
+logged, recorded (so ``/readyz``, ``/metrics`` and the ``backup_stale`` alert show it) and
 retried after a few minutes.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import re
 import time
 from pathlib import Path
 
@@ -28,7 +26,6 @@ LOOP = "backups"
 RETRY_S = 300.0
 MAX_SLEEP_S = 60.0
 PREFIX = "appliance-"
-_TEMPORARY = re.compile(r"\.tmp-(\d+)(-journal|-wal|-shm)?$")
 
 
 def backup_dir(appliance: Appliance) -> Path:
@@ -49,28 +46,6 @@ def prune_backups(directory: Path, keep: int) -> list[Path]:
         path.unlink(missing_ok=True)
         manifest_path_for(path).unlink(missing_ok=True)
     return doomed
-
-
-def remove_abandoned_temporaries(directory: Path) -> list[Path]:
-    """Temporary copies left by a backup whose process died (killed mid-copy)."""
-    gone: list[Path] = []
-    for path in directory.glob(".*.tmp-*"):
-        match = _TEMPORARY.search(path.name)
-        if match is None or _alive(int(match.group(1))):
-            continue
-        path.unlink(missing_ok=True)
-        gone.append(path)
-    return gone
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ScheduledBackups:
@@ -97,7 +72,6 @@ class ScheduledBackups:
         dest = directory / backup_name(now)
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            remove_abandoned_temporaries(directory)
             result = await anyio.to_thread.run_sync(
                 lambda: take_backup(settings.db_path, dest, now))
         except (BackupFailed, OSError) as exc:

@@ -9,7 +9,7 @@ import click
 
 from appliance.clock import Clock
 from appliance.config import Settings, masked
-from appliance.ops.backup import BackupFailed, take_backup
+from appliance.ops.backup import BackupFailed, BackupRefused, take_backup
 from appliance.ops.backup_status import record_failure, record_success
 from appliance.ops.restore import RestoreRefused, restore
 
@@ -19,7 +19,7 @@ def run_backup(settings: Settings, dest: Path) -> None:
     try:
         result = take_backup(settings.db_path, dest, now)
     except BackupFailed as exc:
-        if settings.db_path.is_file():
+        if settings.db_path.is_file() and not isinstance(exc, BackupRefused):
             record_failure(settings.data_dir, now, str(exc))
         raise click.ClickException(f"backup failed: {exc}") from None
     record_success(settings.data_dir, now, result.path, int(result.manifest["bytes"]),

@@ -4,6 +4,8 @@
 
 * ``database``: a tiny write unit commits within a few seconds (the writer is alive
   and the disk takes writes);
+* ``storage``: the data dir's disk has at least ``[storage] min_free_bytes`` free
+  (below it imports and campaigns are refused, see :mod:`appliance.ops.storage`);
 * ``scheduler``: every loop is running and none has spent over 15 minutes in one
   step;
 * ``backup``: when scheduled backups are on, the last one succeeded and is not older
@@ -19,6 +21,7 @@ from typing import Any
 import apsw
 
 from appliance.ops.alerts import backup_alert
+from appliance.ops.storage import below_reserve, free_bytes
 from appliance.service import Appliance
 
 WRITE_TIMEOUT_S = 5.0
@@ -53,6 +56,15 @@ async def database_check(appliance: Appliance) -> Check:
     return Check("database", True, "writable")
 
 
+def storage_check(appliance: Appliance) -> Check:
+    refusal = below_reserve(appliance.settings)
+    if refusal is not None:
+        return Check("storage", False, refusal)
+    free = free_bytes(appliance.settings.data_dir)
+    return Check("storage", True, f"{free} bytes free (reserve"
+                                  f" {appliance.settings.storage.min_free_bytes})")
+
+
 def scheduler_check(appliance: Appliance) -> Check:
     scheduler = appliance.scheduler
     loops = scheduler.heartbeats()
@@ -75,5 +87,5 @@ def backup_check(appliance: Appliance) -> Check:
 
 
 async def readiness(appliance: Appliance) -> list[Check]:
-    return [await database_check(appliance), scheduler_check(appliance),
-            backup_check(appliance)]
+    return [await database_check(appliance), storage_check(appliance),
+            scheduler_check(appliance), backup_check(appliance)]

@@ -9,7 +9,8 @@ A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
   counters, the import rate, and, with one read unit, jobs and messages by state,
   reports by outcome, the inbox, coverage and delivery over the alert window,
   overdue messages; plus backup age and outcome, scheduler heartbeats and one
-  ``appliance_alert_holding`` gauge per alert.
+  ``appliance_alert_holding`` gauge per alert; and the edge (EDGE-1, 2, 4): open
+  connections, what the edge refused, request bodies held, free disk space.
 
 Scrapes run in a worker thread (the collector does blocking reads).
 """
@@ -190,10 +191,39 @@ class ApplianceCollector(Collector):
         for name, age in sorted(appliance.scheduler.heartbeats().items()):
             beats.add_metric([name], age)
         yield beats
+        yield from _edge(appliance)
         info = GaugeMetricFamily("appliance_build_info", "The running version.",
                                  labels=["version"])
         info.add_metric([__version__], 1.0)
         yield info
+
+
+def _edge(appliance: Appliance) -> Iterator[Metric]:
+    from appliance.ops.storage import free_bytes
+    from appliance.web.edge import STATS
+
+    yield _gauge("appliance_http_connections_open", "Open HTTP connections.",
+                 STATS.open_connections)
+    refused = CounterMetricFamily("appliance_http_edge_refusals",
+                                  "Requests and connections the edge refused or closed, by"
+                                  " reason.", labels=["reason"])
+    for reason in sorted({"idle_timeout", "request_timeout", "headers_too_large",
+                          "bad_request", *STATS.refused}):
+        refused.add_metric([reason], float(STATS.refused[reason]))
+    yield refused
+    budget = appliance.body_budget
+    yield _gauge("appliance_http_body_bytes_held", "Bytes of request bodies held in memory.",
+                 budget.held if budget is not None else 0)
+    busy = CounterMetricFamily("appliance_http_body_budget_refusals",
+                               "Requests refused 503 because bodies in flight filled"
+                               " [http] max_inflight_body_bytes.")
+    busy.add_metric([], float(getattr(budget, "refused", 0)))
+    yield busy
+    try:
+        free: int | None = free_bytes(appliance.settings.data_dir)
+    except OSError:
+        free = None
+    yield _gauge("appliance_storage_free_bytes", "Free bytes on the data dir's disk.", free)
 
 
 class Metrics:

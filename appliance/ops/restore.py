@@ -14,6 +14,10 @@ The steps never leave a half-restored directory:
 
 The database kept aside is removed by the next start that opens the restored one
 and writes to it (see :func:`remove_kept_aside`).
+
+EDGE-5: a source inside the data directory is refused (the live files, the lock,
+anything else there) except a backup in its ``backups/`` folder or a database an
+earlier restore kept aside (``appliance.db.pre-restore-*``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from pathlib import Path
 import apsw
 
 from appliance.ops.backup import (
+    inside_data_dir,
     integrity_problems,
     manifest_path_for,
     sha256_file,
@@ -128,10 +133,23 @@ def _fold_wal(db: Path) -> bool:
     return not Path(str(db) + "-wal").exists()
 
 
+def _refuse_inside(src: Path, data_dir: Path) -> None:
+    if not inside_data_dir(src, data_dir):
+        return
+    resolved = src.absolute().resolve()
+    if resolved.parent == data_dir.resolve() and resolved.name.startswith(DB_NAME + ASIDE_INFIX) \
+            and not resolved.name.endswith(("-wal", "-shm", "-journal")):
+        return  # what an earlier restore kept aside: restoring it undoes that restore
+    raise RestoreRefused(f"{src} is inside the data directory {data_dir} (a live file, not a"
+                         " backup); restore from a backup elsewhere or in its backups/ folder")
+
+
 def restore(src: Path, data_dir: Path) -> RestoreResult:
     """Replace the database in ``data_dir`` with the backup ``src``."""
     if not src.is_file():
         raise RestoreRefused(f"{src}: no such backup file")
+    if data_dir.exists():
+        _refuse_inside(src, data_dir)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -170,6 +188,10 @@ def _restore_locked(src: Path, data_dir: Path) -> RestoreResult:
         write_json_durably(marker, {"source": str(src.absolute()), "started": stamp})
         if db.exists():
             aside = data_dir / f"{DB_NAME}{ASIDE_INFIX}{stamp}"
+            n = 1
+            while aside.exists() or Path(str(aside) + "-wal").exists():
+                n += 1  # a second restore within the same second
+                aside = data_dir / f"{DB_NAME}{ASIDE_INFIX}{stamp}-{n}"
             wal = Path(str(db) + "-wal")
             if not _fold_wal(db) and wal.exists():
                 # A damaged database: keep its WAL with it, under the same new name.

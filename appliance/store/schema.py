@@ -13,7 +13,7 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -65,8 +65,17 @@ def _message_parts(conn: apsw.Connection) -> None:
         " AND (submitted_at IS NOT NULL OR state <> 'REJECTED')")
 
 
+def _reject_line_length(conn: apsw.Connection) -> None:
+    """3: rejected lines are kept shortened, with the whole line's length beside them."""
+    conn.execute("ALTER TABLE import_rejects ADD COLUMN line_length INTEGER NOT NULL DEFAULT 0")
+    conn.execute("UPDATE import_rejects SET line_length = length(line)")
+
+
 # version -> step that takes a database from version-1 to version.
-MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {2: _message_parts}
+MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
+    2: _message_parts,
+    3: _reject_line_length,
+}
 
 
 class SchemaTooNew(RuntimeError):

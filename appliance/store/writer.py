@@ -170,16 +170,23 @@ class Writer:
             if not item.future.set_running_or_notify_cancel():
                 results.append((item, False, None))
                 continue
-            conn.execute("SAVEPOINT unit")
             try:
+                conn.execute("SAVEPOINT unit")
                 value = item.unit(conn)
             except BaseException as exc:
-                conn.execute("ROLLBACK TO unit")
-                conn.execute("RELEASE unit")
-                results.append((item, False, exc))
                 self.stats.failed_units += 1
+                if not self._rolled_back_alone(conn):
+                    # SQLite gave up the whole transaction (a full disk, an I/O error):
+                    # every unit of the batch is undone, and each caller is told so.
+                    self._abandon(conn, batch, exc)
+                    return
+                results.append((item, False, exc))
             else:
-                conn.execute("RELEASE unit")
+                try:
+                    conn.execute("RELEASE unit")
+                except apsw.Error as exc:
+                    self._abandon(conn, batch, exc)
+                    return
                 results.append((item, True, value))
         try:
             conn.execute("COMMIT")
@@ -203,6 +210,26 @@ class Writer:
                 item.future.set_result(value)
             elif value is not None:
                 item.future.set_exception(value)
+
+    @staticmethod
+    def _rolled_back_alone(conn: apsw.Connection) -> bool:
+        """Undo the failed unit's savepoint; False when the transaction itself is gone."""
+        if not conn.in_transaction:
+            return False
+        try:
+            conn.execute("ROLLBACK TO unit")
+            conn.execute("RELEASE unit")
+        except apsw.Error:
+            return False
+        return True
+
+    def _abandon(self, conn: apsw.Connection, batch: list[_Item], exc: BaseException) -> None:
+        log.error("transaction abandoned: %s", exc)
+        self.stats.failed_commits += 1
+        if conn.in_transaction:
+            with contextlib.suppress(apsw.Error):
+                conn.execute("ROLLBACK")
+        self._fail_all(batch, exc)
 
     def _fail_all(self, batch: list[_Item], exc: BaseException) -> None:
         with self._lock:

@@ -7,9 +7,6 @@ parsing happens later in the import worker.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +19,7 @@ from starlette.routing import BaseRoute, Route
 from appliance.clock import iso
 from appliance.imports.accept import (
     Refused,
+    StreamedLineCount,
     check_list_name,
     check_region,
     count_payload_lines,
@@ -33,7 +31,7 @@ from appliance.imports.import_job import (
     NewJob,
     cancel_job,
     create_job,
-    default_idempotency_key,
+    fallback_idempotency_key,
     get_job,
     iter_rejects,
     list_jobs,
@@ -41,12 +39,18 @@ from appliance.imports.import_job import (
     list_summary,
     payload_sha256,
 )
+from appliance.ops.storage import below_reserve
 from appliance.service import Appliance
 from appliance.web.auth import require_account
-from appliance.web.bodies import read_bounded
-from appliance.web.errors import ApiError, not_found
+from appliance.web.bodies import Watch, read_bounded
+from appliance.web.csv_export import csv_rows
+from appliance.web.errors import ApiError, not_found, path_id, storage_full
+from appliance.web.forms import parse_form
+from appliance.web.json_body import parse_json_object
 
 MAX_IDEMPOTENCY_KEY = 200
+IMPORT_TYPES = ("application/json", "text/plain", "text/csv", "multipart/form-data",
+                "application/x-www-form-urlencoded")
 
 
 def _appliance(request: Request) -> Appliance:
@@ -54,12 +58,12 @@ def _appliance(request: Request) -> Appliance:
     return appliance
 
 
-async def read_limited(request: Request, limit: int) -> bytes:
+async def read_limited(request: Request, limit: int, watch: Watch | None = None) -> bytes:
     """The request body, refused with 413 as soon as it passes ``limit`` bytes."""
-    declared = request.headers.get("content-length")
-    if declared is not None and not declared.strip().isdigit():
-        raise ApiError(400, "bad_request", "Content-Length is not a number")
-    body = await read_bounded(request, limit)
+    try:
+        body = await read_bounded(request, limit, watch)
+    except Refused as exc:
+        raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
     if body is None:
         refused = too_large(limit)
         raise ApiError(refused.status, refused.error, refused.message, **refused.extra)
@@ -98,16 +102,23 @@ def job_json(job: ImportJob) -> dict[str, Any]:
     }
 
 
-async def _submission(request: Request, body: bytes) -> tuple[Any, Any, bytes, str]:
-    """(list name, region, payload bytes, content type) from any accepted body shape."""
+def _content_type(request: Request) -> str:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype not in IMPORT_TYPES:
+        raise ApiError(
+            415, "unsupported_media_type",
+            "send application/json, text/plain, text/csv, multipart/form-data"
+            " or application/x-www-form-urlencoded",
+        )
+    return ctype
+
+
+async def _submission(request: Request, body: bytes, ctype: str
+                      ) -> tuple[Any, Any, bytes, str]:
+    """(list name, region, payload bytes, content type) from any accepted body shape."""
     if ctype == "application/json":
-        try:
-            data = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ApiError(400, "invalid_json", f"the body is not valid JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise ApiError(400, "invalid_json", "the body must be a JSON object")
+        # A 64 MB body takes a while to parse: off the event loop.
+        data = await anyio.to_thread.run_sync(parse_json_object, body)
         text = data.get("text")
         if not isinstance(text, str):
             raise ApiError(422, "invalid_text", "'text' must be a string with one number per line")
@@ -116,11 +127,9 @@ async def _submission(request: Request, body: bytes) -> tuple[Any, Any, bytes, s
         q = request.query_params
         return q.get("list"), q.get("region"), body, ctype
     if ctype in ("multipart/form-data", "application/x-www-form-urlencoded"):
-        try:
-            # The body is already bounded by max_bytes; let a pasted `text` field be that big.
-            form = await request.form(max_files=1, max_fields=10, max_part_size=len(body) + 1)
-        except Exception as exc:  # starlette raises several types for bad multipart
-            raise ApiError(400, "invalid_multipart", f"could not read the form ({exc})") from None
+        # The body is already bounded by max_bytes; let a pasted `text` field be that big.
+        form = await parse_form(request, body, max_files=1, max_fields=10,
+                                max_part_size=len(body) + 1, unreadable="invalid_multipart")
         upload = form.get("file")
         if isinstance(upload, UploadFile):
             payload = await upload.read()
@@ -133,19 +142,21 @@ async def _submission(request: Request, body: bytes) -> tuple[Any, Any, bytes, s
         q = request.query_params
         return (form.get("list") or q.get("list"), form.get("region") or q.get("region"),
                 payload, part_type)
-    raise ApiError(
-        415, "unsupported_media_type",
-        "send application/json, text/plain, text/csv, multipart/form-data"
-        " or application/x-www-form-urlencoded",
-    )
+    raise AssertionError(ctype)  # _content_type let only the shapes above through
 
 
 async def import_contacts(request: Request) -> Response:
     account = await require_account(request)
     appliance = _appliance(request)
     limits = appliance.settings.imports
-    body = await read_limited(request, limits.max_bytes)
-    list_name, region, payload, ctype = await _submission(request, body)
+    ctype = _content_type(request)
+    body = await read_limited(request, limits.max_bytes,
+                              StreamedLineCount(ctype, limits.max_rows))
+    list_name, region, payload, ctype = await _submission(request, body, ctype)
+    if payload is not body:  # JSON or a form: the raw body is no longer needed
+        request._body = b""
+        del body
+
     def examine() -> tuple[int, str]:  # a few ms of CPU on a 3 MB paste: off the event loop
         return count_payload_lines(payload, limits), payload_sha256(payload)
 
@@ -163,14 +174,22 @@ async def import_contacts(request: Request) -> Response:
                 400, "invalid_idempotency_key",
                 f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters",
             )
+    ours = key is None
     if key is None:
-        key = default_idempotency_key(account.id, digest)
+        key = fallback_idempotency_key(account.id, name, region, digest)
+    reserve = below_reserve(appliance.settings, len(payload))
+    if reserve is not None:
+        raise storage_full(reserve)
     new = NewJob(account.id, name, region, key, payload, ctype, total, digest)
     try:
         job, _created = await appliance.store.writer.run(
             lambda c: create_job(c, new, appliance.now_ms())
         )
     except IdempotencyConflict as exc:
+        if ours:  # only a hash collision gets here: never blame a key the caller did not send
+            raise ApiError(409, "submission_conflict",
+                           "this submission could not be told apart from an earlier one;"
+                           " send it with an Idempotency-Key") from None
         raise ApiError(422, "idempotency_key_reused", str(exc)) from None
     appliance.scheduler.wake("imports")
     return JSONResponse(
@@ -180,10 +199,7 @@ async def import_contacts(request: Request) -> Response:
 
 
 def _job_id(request: Request) -> int:
-    raw = request.path_params["job_id"]
-    if not raw.isdigit() or len(raw) > 18:
-        raise not_found("job")
-    return int(raw)
+    return path_id(request.path_params["job_id"], "job")
 
 
 async def _owned_job(request: Request) -> tuple[Appliance, ImportJob]:
@@ -211,33 +227,23 @@ async def cancel(request: Request) -> Response:
     return JSONResponse(job_json(fresh))
 
 
-def spreadsheet_safe(cell: str) -> str:
-    """Neutralise cells a spreadsheet would run as a formula (CSV injection)."""
-    if cell and cell[0] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + cell
-    return cell
-
-
 async def rejects_csv(request: Request) -> Response:
     appliance, job = await _owned_job(request)
     return await rejects_response(appliance, job)
 
 
 async def rejects_response(appliance: Appliance, job: ImportJob) -> Response:
-    """The job's rejected lines as a CSV download (``line_number,line,reason``)."""
+    """The job's rejected lines as a CSV download (``line_number,line,reason``).
+
+    A line stored shortened (too long to keep whole) says so in its reason, with its
+    full length.
+    """
     rows = await appliance.store.readers.run(lambda c: list(iter_rejects(c, job.id)))
 
     async def body() -> AsyncIterator[bytes]:
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\r\n")
-        writer.writerow(["line_number", "line", "reason"])
-        for i, (number, line, reason) in enumerate(rows, 1):
-            writer.writerow([number, spreadsheet_safe(line), spreadsheet_safe(reason)])
-            if i % 2000 == 0:
-                yield buf.getvalue().encode("utf-8")
-                buf.seek(0)
-                buf.truncate()
-        yield buf.getvalue().encode("utf-8")
+        cells = ([number, line, reason] for number, line, reason in rows)
+        for piece in csv_rows(["line_number", "line", "reason"], cells):
+            yield piece
 
     return StreamingResponse(
         body(), media_type="text/csv; charset=utf-8",

@@ -8,7 +8,6 @@ loop, so the answer does not wait for the list.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
@@ -20,6 +19,7 @@ from appliance.clock import iso
 from appliance.config import ProviderSettings
 from appliance.imports.accept import MAX_LIST_NAME
 from appliance.imports.normalise import Invalid, normalise_msisdn
+from appliance.ops.storage import below_reserve
 from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
@@ -28,7 +28,8 @@ from appliance.sending.segments import Unsendable, check_sendable
 from appliance.service import Appliance
 from appliance.web.api_imports import read_limited
 from appliance.web.auth import require_account
-from appliance.web.errors import ApiError, not_found
+from appliance.web.errors import ApiError, not_found, path_id, storage_full
+from appliance.web.json_body import parse_json_object
 
 MAX_IDEMPOTENCY_KEY = 200
 MAX_REQUEST_BYTES = 64 * 1024
@@ -57,13 +58,7 @@ async def _json_object(request: Request) -> dict[str, Any]:
     if ctype != "application/json":
         raise ApiError(415, "unsupported_media_type", "send application/json")
     body = await read_limited(request, MAX_REQUEST_BYTES)
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ApiError(400, "invalid_json", "the body must be a JSON object")
-    return data
+    return parse_json_object(body)
 
 
 def check_body(appliance: Appliance, value: Any, provider: str | None = None) -> str:
@@ -279,6 +274,9 @@ async def create_campaign(request: Request) -> Response:
         body=body,
         idempotency_key=key if key is not None else "auto:" + new_ref(now),
     )
+    reserve = below_reserve(appliance.settings)
+    if reserve is not None:
+        raise storage_full(reserve)
     try:
         campaign, created = await appliance.store.writer.run(
             lambda c: camp.create_campaign(c, new, now))
@@ -320,10 +318,7 @@ async def _dry_run(appliance: Appliance, account_id: int, list_name: str, provid
 
 async def _owned_campaign(request: Request, account: Account) -> camp.Progress:
     appliance = _appliance(request)
-    raw = request.path_params["campaign_id"]
-    if not raw.isdigit() or len(raw) > 18:
-        raise not_found("campaign")
-    campaign_id = int(raw)
+    campaign_id = path_id(request.path_params["campaign_id"], "campaign")
 
     def read(c: Any) -> camp.Progress | None:
         found = camp.get_campaign(c, campaign_id, account.id)

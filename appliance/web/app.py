@@ -10,18 +10,29 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from appliance.service import Appliance
 from appliance.web.errors import ApiError
 
+HTTP_ERRORS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}
+
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return exc.response()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, wrong method, a bad form) as JSON too."""
+    assert isinstance(exc, HTTPException)
+    error = HTTP_ERRORS.get(exc.status_code, "http_error")
+    return JSONResponse({"error": error, "message": str(exc.detail)},
+                        status_code=exc.status_code, headers=exc.headers)
 
 
 def all_routes() -> list[BaseRoute]:
@@ -47,12 +58,17 @@ def build_app(appliance: Appliance) -> Starlette:
 
     from appliance.ops.metrics import metrics_for
     from appliance.ops.request_middleware import RequestMiddleware
+    from appliance.web.bodies import BodyBudget
+    from appliance.web.last_resort import LastResort
 
+    budget = BodyBudget(appliance.settings.http.max_inflight_body_bytes)
     app = Starlette(
         routes=all_routes(),
-        exception_handlers={ApiError: _api_error},
+        exception_handlers={ApiError: _api_error, HTTPException: _http_error},
         lifespan=lifespan,
-        middleware=[Middleware(RequestMiddleware, metrics=metrics_for(appliance))],
+        middleware=[Middleware(RequestMiddleware, metrics=metrics_for(appliance)),
+                    Middleware(LastResort, budget=budget)],
     )
     app.state.appliance = appliance
+    app.state.body_budget = appliance.body_budget = budget
     return app

@@ -1,27 +1,107 @@
-"""Reading a request body under a byte limit, decided while it streams in."""
+"""Reading a request body: under a byte limit, within the in-flight budget, watched.
+
+Every route that reads a body (imports, messages, campaigns, console forms, callbacks)
+reads it here, so the same rules hold everywhere:
+
+* a ``Content-Length`` over the route's limit is refused before anything is read; a
+  body without one is refused at the first piece that crosses the limit;
+* all bodies held in memory at once stay under ``[http] max_inflight_body_bytes``
+  (EDGE-2): a body that would cross it is refused ``503`` with ``Retry-After``, up
+  front when its ``Content-Length`` does not fit, else at the piece that crosses;
+  what a request holds is given back when its answer is sent
+  (:mod:`appliance.web.last_resort`);
+* a ``watch`` callback sees each piece as it arrives and may refuse the request
+  there (the import row limit, decided while the body streams in);
+* a client that goes away mid-body is a ``400`` (``408`` when the edge closed it for
+  being too slow), never an error traceback.
+"""
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+
+from appliance.web.edge import TIMED_OUT
+from appliance.web.errors import ApiError
+
+HELD = "appliance.body_bytes_held"
+BUSY_RETRY_AFTER_S = 2
+Watch = Callable[[bytes], None]
 
 
-async def read_bounded(request: Request, limit: int) -> bytes | None:
+class BodyBudget:
+    """Bytes of request bodies held in memory right now, against a limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self.refused = 0
+
+    def fits(self, size: int) -> bool:
+        return self.held + size <= self.limit
+
+    def take(self, scope: MutableMapping[str, Any], size: int) -> bool:
+        if self.held + size > self.limit:
+            self.refused += 1
+            return False
+        self.held += size
+        scope[HELD] = scope.get(HELD, 0) + size
+        return True
+
+    def release(self, scope: MutableMapping[str, Any]) -> None:
+        self.held -= scope.pop(HELD, 0)
+
+
+def busy() -> ApiError:
+    return ApiError(503, "server_busy", "too many request bodies are being received at once;"
+                    " send it again in a moment", retry_after=BUSY_RETRY_AFTER_S)
+
+
+def declared_length(request: Request) -> int | None:
+    """The ``Content-Length`` as a number; None when absent; 400 when not ASCII digits."""
+    declared = request.headers.get("content-length")
+    if declared is None:
+        return None
+    declared = declared.strip()
+    if not declared.isascii() or not declared.isdigit() or len(declared) > 18:
+        raise ApiError(400, "bad_request", "Content-Length is not a number")
+    return int(declared)
+
+
+async def read_bounded(request: Request, limit: int, watch: Watch | None = None) -> bytes | None:
     """The whole body, or ``None`` as soon as it passes ``limit`` bytes.
 
-    A ``Content-Length`` over the limit is refused before anything is read; a body
-    without one is refused at the first piece that crosses the limit. What was read
-    is kept on the request, so ``request.form()`` / ``json()`` reuse it.
+    What was read is kept on the request, so ``request.form()`` / ``json()`` reuse it.
     """
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    declared = declared_length(request)
+    if declared is not None and declared > limit:
         return None
+    budget: BodyBudget | None = getattr(request.app.state, "body_budget", None)
+    if budget is not None and declared is not None and not budget.fits(declared):
+        budget.refused += 1
+        raise busy()
     parts: list[bytes] = []
     size = 0
-    async for piece in request.stream():
-        size += len(piece)
-        if size > limit:
-            return None
-        parts.append(piece)
+    try:
+        async for piece in request.stream():
+            if not piece:
+                continue
+            size += len(piece)
+            if size > limit:
+                return None
+            if budget is not None and not budget.take(request.scope, len(piece)):
+                raise busy()
+            if watch is not None:
+                watch(piece)
+            parts.append(piece)
+    except ClientDisconnect:
+        if request.scope.get(TIMED_OUT):
+            raise ApiError(408, "request_timeout",
+                           "the request body stopped arriving or arrived too slowly") from None
+        raise ApiError(400, "client_disconnected",
+                       "the connection closed before the whole body arrived") from None
     body = b"".join(parts)
     request._body = body
     return body

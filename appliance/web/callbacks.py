@@ -5,13 +5,17 @@ adapter prove the callback is the provider's (``401`` and nothing stored when it
 not), reads the reports in it, and hands the writer one unit that stores the callback
 raw and then files and applies its reports (:func:`appliance.reports.apply.receive`).
 It answers the adapter's ``2xx`` whether or not anything matched, and for a body it
-cannot parse (kept raw, ``parsed = 0``). The one failure it reports is failing to
-store: ``503`` with ``Retry-After``, so the provider sends it again.
+cannot parse (kept raw, ``parsed = 0``; so is one whose reports hold text that is
+not valid Unicode). The one failure it reports is failing to store: ``503`` with
+``Retry-After``, so the provider sends it again. Refusals are JSON
+``{"error", "message"}``. Callbacks are never refused for the ``[storage]``
+reserve: it is kept for them.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -26,10 +30,17 @@ from appliance.service import Appliance
 from appliance.web.bodies import read_bounded
 
 log = logging.getLogger("appliance.callbacks")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _plain(status: int, text: str) -> Response:
-    return Response(text + "\n", status_code=status, media_type="text/plain")
+def _refused(status: int, error: str, message: str) -> Response:
+    return JSONResponse({"error": error, "message": message}, status_code=status)
+
+
+def _storable(reports: list[InboxReport]) -> bool:
+    """No text field holds a lone surrogate (SQLite could not store it as text)."""
+    return not any(isinstance(v, str) and _SURROGATE.search(v) is not None
+                   for r in reports for v in vars(r).values())
 
 
 async def callback(request: Request) -> Response:
@@ -39,15 +50,18 @@ async def callback(request: Request) -> Response:
         provider = appliance.providers.get(name)
     except ConfigError as exc:
         log.error("callback for provider %s cannot be checked: %s", name, exc)
-        return _plain(503, "provider misconfigured")
+        return JSONResponse({"error": "provider_misconfigured",
+                             "message": "this provider's settings cannot check callbacks"},
+                            status_code=503, headers={"Retry-After": "60"})
     if provider is None:
-        return _plain(404, "no such provider")
+        return _refused(404, "not_found", "no such provider")
     adapter = provider.reports
     if adapter is None:
-        return _plain(404, "this provider reports over its own session, not by callback")
+        return _refused(404, "not_found",
+                        "this provider reports over its own session, not by callback")
     body = await read_bounded(request, appliance.settings.reports.max_callback_bytes)
     if body is None:
-        return _plain(413, "callback body too large")
+        return _refused(413, "payload_too_large", "callback body too large")
     query = request.url.query
     url = appliance.settings.callback_base + request.url.path + (f"?{query}" if query else "")
     headers = {k.lower(): v for k, v in request.headers.items()}
@@ -57,7 +71,7 @@ async def callback(request: Request) -> Response:
         adapter.verify(req)
     except AuthError as exc:
         log.warning("callback for provider %s refused: %s", name, exc)
-        return _plain(401, "not authenticated")
+        return _refused(401, "unauthorized", "not authenticated")
     age = adapter.signed_age_s(req)
     if age is not None:
         metrics_for(appliance).observe_signed_report_age(name, age)
@@ -67,6 +81,11 @@ async def callback(request: Request) -> Response:
         reports = [from_parsed(name, p) for p in adapter.parse_reports(req)]
     except ReportParseError as exc:
         parse_error = str(exc) or "unreadable"
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        # A body the adapter did not expect at all: kept raw like any unparsable one.
+        parse_error = f"unreadable ({type(exc).__name__})"
+    if parse_error is None and not _storable(reports):
+        parse_error, reports = "a report field is not valid Unicode text", []
     raw = RawCallback(provider=name, method=request.method,
                       content_type=headers.get("content-type", ""), query=query, body=body)
     now = appliance.now_ms()

@@ -6,20 +6,45 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
+STORAGE_RETRY_AFTER_S = 30
+
 
 class ApiError(Exception):
-    def __init__(self, status: int, error: str, message: str, **extra: Any) -> None:
+    def __init__(self, status: int, error: str, message: str, *,
+                 retry_after: int | None = None, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
         self.error = error
         self.message = message
+        self.retry_after = retry_after
         self.extra = extra
 
     def response(self) -> JSONResponse:
         body = {"error": self.error, "message": self.message, **self.extra}
-        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else None
-        return JSONResponse(body, status_code=self.status, headers=headers)
+        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else {}
+        if self.retry_after is not None:
+            headers["Retry-After"] = str(self.retry_after)
+        return JSONResponse(body, status_code=self.status, headers=headers or None)
 
 
 def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", f"no such {what}")
+
+
+def not_stored() -> ApiError:
+    """A write the disk did not take (full, or failing): nothing was stored (EDGE-4)."""
+    return ApiError(503, "not_stored", "the appliance could not store this (the disk is full"
+                    " or failing); nothing was stored: send it again later",
+                    retry_after=STORAGE_RETRY_AFTER_S)
+
+
+def storage_full(message: str) -> ApiError:
+    """Refused before writing: free space is under ``[storage] min_free_bytes``."""
+    return ApiError(503, "storage_full", message, retry_after=STORAGE_RETRY_AFTER_S)
+
+
+def path_id(raw: str, what: str, max_digits: int = 18) -> int:
+    """An id from a URL path: ASCII digits only (``²``, ``١``, ``１`` are no ids: 404)."""
+    if not raw or len(raw) > max_digits or not raw.isascii() or not raw.isdigit():
+        raise not_found(what)
+    return int(raw)

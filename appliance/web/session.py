@@ -6,7 +6,8 @@ only the token's sha256 (table ``sessions``), so a copy of the database does not
 sign anyone in. Each session has its own CSRF token, which every console form
 carries as the ``csrf_token`` field (or the ``X-CSRF-Token`` header); a POST
 without the right one is refused. Before sign-in there is no session, so the sign-in
-form is protected by a double-submit token held in a short-lived cookie.
+form is protected by a double-submit token held in a short-lived cookie (a fresh,
+server-signed, single-use one per form: :mod:`appliance.web.pages.sign_in_guard`).
 """
 
 from __future__ import annotations
@@ -126,14 +127,6 @@ def set_session_cookie(response: Response, request: Request, token: str) -> None
 def clear_session_cookie(response: Response, request: Request) -> None:
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax",
                            secure=cookie_secure(request))
-
-
-def sign_in_token(request: Request) -> tuple[str, bool]:
-    """The sign-in form's CSRF token, and whether its cookie must be (re)set."""
-    token = request.cookies.get(SIGN_IN_COOKIE, "")
-    if 20 <= len(token) <= MAX_TOKEN and token.replace("-", "").replace("_", "").isalnum():
-        return token, False
-    return secrets.token_urlsafe(24), True
 
 
 def set_sign_in_cookie(response: Response, request: Request, token: str) -> None:

@@ -1,5 +1,5 @@
 """A backup killed half-way never leaves a file at its destination; its temporary
-copy is cleared by the next scheduled backup."""
+copy is cleared by the next backup into that directory, manual or scheduled."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import apsw
 
-from appliance.ops.backup_schedule import prune_backups, remove_abandoned_temporaries
+from appliance.ops.backup import remove_abandoned_temporaries
+from appliance.ops.backup_schedule import prune_backups
 from tests.harness import appliance_cmd, create_account, run_cli, wait_for
 
 
@@ -35,11 +36,11 @@ def test_kill_9_mid_backup_leaves_nothing_at_the_destination(tmp_path: Path,
     assert not dest.exists() and not Path(str(dest) + ".manifest.json").exists()
     left = list(dest.parent.glob(".b.db.tmp-*"))
     assert left, "the kill came after the rename; the test proves nothing"
-    assert sorted(remove_abandoned_temporaries(dest.parent)) == sorted(left)
-    assert not list(dest.parent.glob(".b.db.tmp-*"))
-    # The live database is untouched and the next backup works.
+    # The live database is untouched, and the next manual backup works and clears the
+    # copy the killed one left behind.
     run_cli("backup", str(dest), "--data-dir", str(data_dir))
     assert dest.exists()
+    assert not list(dest.parent.glob(".b.db.tmp-*"))
 
 
 def test_only_dead_processes_temporaries_and_the_oldest_backups_go(tmp_path: Path) -> None:
@@ -49,10 +50,12 @@ def test_only_dead_processes_temporaries_and_the_oldest_backups_go(tmp_path: Pat
     theirs = tmp_path / f".appliance-2.db.tmp-{dead.pid}"
     journal = tmp_path / f".appliance-2.db.tmp-{dead.pid}-journal"
     odd = tmp_path / ".appliance-3.db.tmp-notapid"
+    other = tmp_path / f".notes.txt.tmp-{dead.pid}"  # another program's file: not ours
     for p in (mine, theirs, journal, odd):
-        p.write_bytes(b"x")
+        p.write_bytes(b"SQLite format 3\x00" + b"x" * 100)
+    other.write_text("someone else's")
     assert sorted(remove_abandoned_temporaries(tmp_path)) == [theirs, journal]
-    assert mine.exists() and odd.exists()
+    assert mine.exists() and odd.exists() and other.exists()
     names = [f"appliance-2026010{i}T000000000Z.db" for i in range(1, 6)]
     for name in names:
         (tmp_path / name).write_bytes(b"x")

@@ -212,7 +212,8 @@ def test_a_body_that_cannot_be_sent_is_422_with_the_limit_and_nothing_is_queued(
         lone = api.post("/api/messages", content=b'{"to": "+905321230801", "body": "ab\\ud800c"}',
                         headers={"Content-Type": "application/json"})
         assert lone.status_code == 422
-        assert (lone.json()["error"], lone.json()["reason"]) == ("unsendable_body",
+        # Refused where the JSON is read, before any field is looked at.
+        assert (lone.json()["error"], lone.json()["reason"]) == ("invalid_unicode",
                                                                   "lone_surrogate")
         assert "U+D800" in lone.json()["message"]
         many = api.post("/api/messages", json={"to": "+905321230801", "body": too_long})

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from appliance.web.csv_export import spreadsheet_safe
 from tests.harness import ROOT, Server, appliance_cmd, free_port, wait_for
 from tests.imports.corpus import make_corpus
 from tests.web.console_support import PASSWORD, create_user
@@ -127,7 +128,7 @@ def count(page: Any, name: str) -> int:
 
 
 def spreadsheet_cell(line: str) -> str:
-    return "'" + line if line[:1] in ("=", "+", "-", "@", "\t", "\r") else line
+    return spreadsheet_safe(line)  # every formula-like piece defused, in any locale
 
 
 def reload_racing_the_page(page: Any) -> None:

@@ -4,10 +4,13 @@
 ``303`` to ``/login?next=...`` (a JSON request gets ``401``). A POST has its body read
 under a byte limit, parsed as a form, and is refused with ``403`` unless it carries
 the session's CSRF token; only then does the handler run, with the parsed form.
+A handler whose write the disk did not take (full or failing) answers ``503`` with
+``Retry-After`` in the same two shapes: nothing of the form was stored.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
@@ -15,9 +18,12 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from appliance.ops.storage import is_storage_error
 from appliance.service import Appliance
 from appliance.web.api_imports import read_limited
-from appliance.web.errors import ApiError
+from appliance.web.bodies import Watch
+from appliance.web.errors import ApiError, not_stored
+from appliance.web.forms import parse_form
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.session import (
     CSRF_FIELD,
@@ -27,10 +33,12 @@ from appliance.web.session import (
     tokens_match,
 )
 
+log = logging.getLogger("appliance.http")
 SMALL_FORM_BYTES = 64 * 1024
 Handler = Callable[[Request, ConsoleSession, FormData], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 BodyLimit = Callable[[Appliance], int]
+BodyWatch = Callable[[Appliance, Request], Watch]
 
 
 def appliance_of(request: Request) -> Appliance:
@@ -63,19 +71,18 @@ def refusal(request: Request, session: ConsoleSession | None, status: int, error
                 error=error, message=message)
 
 
-async def read_form(request: Request, limit: int) -> FormData:
-    """The POSTed form, its body refused with 413 past ``limit`` bytes."""
-    await read_limited(request, limit)
-    try:
-        return await request.form(max_files=2, max_fields=20, max_part_size=limit)
-    except ApiError:
-        raise
-    except Exception as exc:  # starlette raises several types for a bad form body
-        raise ApiError(400, "invalid_form", f"could not read the form ({exc})") from None
+async def read_form(request: Request, limit: int, watch: Watch | None = None) -> FormData:
+    """The POSTed form, its body refused with 413 past ``limit`` bytes, strictly UTF-8."""
+    body = await read_limited(request, limit, watch)
+    return await parse_form(request, body, max_files=2, max_fields=20, max_part_size=limit)
 
 
-def console_page(handler: Handler, body_limit: BodyLimit | None = None) -> Endpoint:
-    """Wrap ``handler`` with the session check and, for POST, the form and CSRF checks."""
+def console_page(handler: Handler, body_limit: BodyLimit | None = None,
+                 body_watch: BodyWatch | None = None) -> Endpoint:
+    """Wrap ``handler`` with the session check and, for POST, the form and CSRF checks.
+
+    ``body_watch`` makes a check that sees the body piece by piece as it arrives.
+    """
 
     async def endpoint(request: Request) -> Response:
         session = await current_session(request)
@@ -85,7 +92,8 @@ def console_page(handler: Handler, body_limit: BodyLimit | None = None) -> Endpo
         if request.method == "POST":
             limit = body_limit(appliance_of(request)) if body_limit else SMALL_FORM_BYTES
             try:
-                form = await read_form(request, limit)
+                watch = body_watch(appliance_of(request), request) if body_watch else None
+                form = await read_form(request, limit, watch)
             except ApiError as exc:
                 extra = dict(exc.extra)
                 declared = request.headers.get("content-length", "")
@@ -96,6 +104,16 @@ def console_page(handler: Handler, body_limit: BodyLimit | None = None) -> Endpo
                 return refusal(request, session, 403, "csrf",
                                "This form is missing its security token or the token is"
                                " stale. Reload the page and try again.")
-        return await handler(request, session, form)
+        try:
+            return await handler(request, session, form)
+        except Exception as exc:
+            if not is_storage_error(exc):
+                raise
+            log.error("not stored: %s: %s", type(exc).__name__, exc,
+                      extra={"route": request.url.path})
+            refused = not_stored()
+            answer = refusal(request, session, refused.status, refused.error, refused.message)
+            answer.headers["Retry-After"] = str(refused.retry_after)
+            return answer
 
     return endpoint

@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from appliance.imports.accept import (
     Refused,
+    StreamedLineCount,
     check_list_name,
     check_region,
     count_payload_lines,
@@ -31,8 +32,10 @@ from appliance.imports.import_job import (
     list_jobs,
     list_lists,
 )
+from appliance.ops.storage import below_reserve
 from appliance.service import Appliance
 from appliance.web.api_imports import job_json, rejects_response
+from appliance.web.errors import STORAGE_RETRY_AFTER_S
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.session import ConsoleSession
@@ -44,6 +47,12 @@ MAX_ID = 2**62
 def _import_limit(appliance: Appliance) -> int:
     # The form around the payload (list, region, token, part headers) needs a little room.
     return appliance.settings.imports.max_bytes + 16 * 1024
+
+
+def _import_rows(appliance: Appliance, request: Request) -> StreamedLineCount:
+    # The row limit, decided while the form streams in, as the API does.
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return StreamedLineCount(ctype, appliance.settings.imports.max_rows)
 
 
 def console_idempotency_key(account_id: int, list_name: str, region: str,
@@ -103,21 +112,31 @@ async def import_submit(request: Request, session: ConsoleSession, form: FormDat
         region = check_region(raw_region if isinstance(raw_region, str) else None,
                               limits.default_region)
         total = count_payload_lines(payload, limits)
+        reserve = below_reserve(appliance.settings, len(payload))
+        if reserve is not None:
+            raise Refused(503, "storage_full", reserve)
     except Refused as exc:
         if wants_json(request):
-            return refusal(request, session, exc.status, exc.error, exc.message, **exc.extra)
-        chosen = _list_name(form)
-        return await _import_page(
-            request, session, exc.status, {"error": exc.error, "message": exc.message, **exc.extra},
-            chosen if isinstance(chosen, str) else "",
-            raw_region if isinstance(raw_region, str) else "")
+            answer = refusal(request, session, exc.status, exc.error, exc.message, **exc.extra)
+        else:
+            chosen = _list_name(form)
+            answer = await _import_page(
+                request, session, exc.status,
+                {"error": exc.error, "message": exc.message, **exc.extra},
+                chosen if isinstance(chosen, str) else "",
+                raw_region if isinstance(raw_region, str) else "")
+        if exc.status == 503:
+            answer.headers["Retry-After"] = str(STORAGE_RETRY_AFTER_S)
+        return answer
     key = console_idempotency_key(session.account_id, name, region, payload)
     new = NewJob(session.account_id, name, region, key, payload, ctype, total)
     try:
         job, created = await appliance.store.writer.run(
             lambda c: create_job(c, new, appliance.now_ms()))
-    except IdempotencyConflict as exc:  # only on a hash collision of the scoped key
-        return refusal(request, session, 422, "idempotency_key_reused", str(exc))
+    except IdempotencyConflict:  # only on a hash collision of the key we made
+        return refusal(request, session, 409, "submission_conflict",
+                       "This list could not be told apart from an earlier one. Change it"
+                       " slightly (add a blank line) and send it again.")
     appliance.scheduler.wake("imports")
     url = f"/jobs/{job.id}" + ("" if created else "?again=1")
     if wants_json(request):
@@ -174,7 +193,8 @@ async def lists_page(request: Request, session: ConsoleSession, form: FormData) 
 def routes() -> list[BaseRoute]:
     return [
         Route("/import", console_page(import_form), methods=["GET"]),
-        Route("/import", console_page(import_submit, _import_limit), methods=["POST"]),
+        Route("/import", console_page(import_submit, _import_limit, _import_rows),
+              methods=["POST"]),
         Route("/jobs/{job_id:int}", console_page(job_page), methods=["GET"]),
         Route("/jobs/{job_id:int}.json", console_page(job_progress), methods=["GET"]),
         Route("/jobs/{job_id:int}/rejects.csv", console_page(job_rejects), methods=["GET"]),

@@ -22,12 +22,13 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.imports.import_job import list_jobs, list_lists, list_summary
+from appliance.ops.storage import below_reserve
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending.refs import new_ref
 from appliance.sending.segments import segment
 from appliance.web.api_messages import campaign_json, check_body, check_provider, check_to
-from appliance.web.errors import ApiError
+from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import page
 from appliance.web.session import ConsoleSession
@@ -157,11 +158,16 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
     try:
         key = _form_key(form)
         checked = _checked(request, form, need_to=False)
-        if not expected_raw.isdigit() or len(expected_raw) > 12:
+        if not expected_raw.isascii() or not expected_raw.isdigit() or len(expected_raw) > 12:
             raise ApiError(400, "invalid_form", "This form is incomplete. Reload the page.")
     except ApiError as exc:
         return await _send_page(request, session, exc.status, exc.message, _values(form))
     expected = int(expected_raw)
+    reserve = below_reserve(appliance.settings)
+    if reserve is not None:
+        answer = refusal(request, session, 503, "storage_full", reserve)
+        answer.headers["Retry-After"] = str(STORAGE_RETRY_AFTER_S)
+        return answer
     new = camp.NewCampaign(account_id=session.account_id, list_name=name,
                            provider=checked["provider"], body=checked["body"],
                            idempotency_key=key)

@@ -1,9 +1,11 @@
 """``/login`` and ``/logout``: signing in to the console and out again.
 
 The password is checked with scrypt in a worker thread (an unknown name costs the
-same time as a wrong password, so the answer does not tell which). A successful
-sign-in always starts a fresh session (no fixation); signing out deletes the
-session row, so the old cookie is worthless even if it was copied.
+same time as a wrong password, so the answer does not tell which). Failed attempts
+slow the next ones down per name and per address, few checks run at once, and each
+form carries a fresh single-use token (:mod:`appliance.web.pages.sign_in_guard`). A
+successful sign-in always starts a fresh session (no fixation); signing out deletes
+the session row, so the old cookie is worthless even if it was copied.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from appliance.users import absent_user_hash, user_for_sign_in, verify_password
+from appliance.users import User, absent_user_hash, user_for_sign_in, verify_password
 from appliance.web.errors import ApiError
 from appliance.web.pages.guard import (
     SMALL_FORM_BYTES,
@@ -24,6 +26,7 @@ from appliance.web.pages.guard import (
     safe_next,
 )
 from appliance.web.pages.render import page
+from appliance.web.pages.sign_in_guard import sign_in_guard
 from appliance.web.session import (
     CSRF_FIELD,
     SESSION_COOKIE,
@@ -35,21 +38,32 @@ from appliance.web.session import (
     end_session,
     set_session_cookie,
     set_sign_in_cookie,
-    sign_in_token,
-    tokens_match,
 )
 
 MAX_FIELD = 1024
 
 
 def _sign_in_page(request: Request, status: int = 200, error: str = "",
-                  name: str = "", next_path: str = "/") -> Response:
-    token, fresh = sign_in_token(request)
+                  name: str = "", next_path: str = "/", retry_after: int = 0) -> Response:
+    """The form, always with a fresh token (in the page and in its cookie)."""
+    appliance = appliance_of(request)
+    token = sign_in_guard(appliance).tokens.issue(appliance.now_ms())
     response = page(request, "login.html", None, status=status, sign_in_csrf=token,
                     error=error, name=name, next_path=next_path)
-    if fresh:
-        set_sign_in_cookie(response, request, token)
+    set_sign_in_cookie(response, request, token)
+    if retry_after:
+        response.headers["Retry-After"] = str(retry_after)
     return response
+
+
+def _too_many(request: Request, name: str, next_path: str, retry_after: int) -> Response:
+    return _sign_in_page(request, 429, f"Too many failed sign-ins. Try again in {retry_after} s.",
+                         name, next_path, retry_after)
+
+
+def _password_matches(found: tuple[User, str] | None, password: str) -> bool:
+    stored = found[1] if found else absent_user_hash()
+    return verify_password(stored, password) and found is not None
 
 
 async def login_form(request: Request) -> Response:
@@ -72,15 +86,31 @@ async def login_submit(request: Request) -> Response:
     next_path = safe_next(_field(form, "next"))
     name = _field(form, "username").strip()
     password = _field(form, "password")
-    if not tokens_match(request.cookies.get(SIGN_IN_COOKIE, ""), _field(form, CSRF_FIELD)):
+    appliance = appliance_of(request)
+    guard = sign_in_guard(appliance)
+    if not guard.tokens.redeem(request.cookies.get(SIGN_IN_COOKIE, ""),
+                               _field(form, CSRF_FIELD), appliance.now_ms()):
         return _sign_in_page(request, 403, "The sign-in form expired. Please try again.",
                              name, next_path)
-    appliance = appliance_of(request)
+    address = request.client.host if request.client else ""
+    wait = guard.retry_after_s(name, address, appliance.now_ms())
+    if wait:
+        return _too_many(request, name, next_path, wait)
     found = await appliance.store.readers.run(lambda c: user_for_sign_in(c, name))
-    stored = found[1] if found else absent_user_hash()
-    ok = await anyio.to_thread.run_sync(verify_password, stored, password)
+    async with guard.hashing.turn() as admitted:
+        if not admitted:
+            return _sign_in_page(request, 429, "Many sign-ins are being checked right now."
+                                 " Please try again in a moment.", name, next_path,
+                                 retry_after=1)
+        # Others may have failed for this name while this attempt waited its turn.
+        wait = guard.retry_after_s(name, address, appliance.now_ms())
+        if wait:
+            return _too_many(request, name, next_path, wait)
+        ok = await anyio.to_thread.run_sync(_password_matches, found, password)
     if found is None or not ok:
+        guard.failed(name, address, appliance.now_ms())
         return _sign_in_page(request, 401, "Wrong user name or password.", name, next_path)
+    guard.succeeded(name)
     user = found[0]
     token = await appliance.store.writer.run(
         lambda c: create_session(c, user.id, appliance.now_ms()))

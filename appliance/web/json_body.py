@@ -1,0 +1,97 @@
+"""Parsing a JSON request body strictly, so that what passes can be stored and echoed.
+
+Python's ``json`` accepts things the rest of the appliance cannot use: a lone UTF-16
+surrogate (``"\\ud800"`` becomes a ``str`` that fails when SQLite or the response
+encodes it), ``NaN`` and ``Infinity``, integers of thousands of digits (which then
+fail ``int()``'s digit limit), floats that overflow to infinity, and nesting deep
+enough to exhaust the stack. Here each is a clear ``4xx`` (EDGE-3):
+
+* the body must be UTF-8 (no BOM, no surrogates spelled as bytes): ``400 invalid_json``;
+* not JSON, ``NaN``/``Infinity``, a number of more than :data:`MAX_NUMBER_CHARS`
+  characters or an infinite one, nesting deeper than :data:`MAX_DEPTH`:
+  ``400 invalid_json``;
+* a lone surrogate in any string, key or value: ``422 invalid_unicode``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, NoReturn
+
+from appliance.web.errors import ApiError
+
+MAX_NUMBER_CHARS = 100
+MAX_DEPTH = 64
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _invalid(detail: str) -> NoReturn:
+    raise ApiError(400, "invalid_json", f"the body is not valid JSON ({detail})")
+
+
+def _constant(name: str) -> NoReturn:
+    _invalid(f"{name} is not a JSON number")
+
+
+def _int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        _invalid(f"a number of {len(text)} digits; at most {MAX_NUMBER_CHARS} are read")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        _invalid(f"a number of {len(text)} characters; at most {MAX_NUMBER_CHARS} are read")
+    value = float(text)
+    if not math.isfinite(value):
+        _invalid(f"{text} is too large a number")
+    return value
+
+
+def _check_structure(data: Any, surrogates_possible: bool) -> None:
+    """Depth under :data:`MAX_DEPTH`, and no lone surrogate anywhere (iteratively)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            found = _SURROGATE.search(value) if surrogates_possible else None
+            if found is not None:
+                raise ApiError(422, "invalid_unicode",
+                               f"a string in the body holds a lone UTF-16 surrogate"
+                               f" (U+{ord(found.group()):04X}), which is not a character:"
+                               f" send valid Unicode", reason="lone_surrogate")
+            continue
+        if not isinstance(value, dict | list):
+            continue
+        if depth > MAX_DEPTH:
+            _invalid(f"nested deeper than {MAX_DEPTH} levels")
+        items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        stack.extend((item, depth + 1) for item in items)
+
+
+def parse_json(body: bytes) -> Any:
+    """The parsed body, or an :class:`ApiError` saying what is wrong with it."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _invalid(f"not UTF-8: bad byte at offset {exc.start}")
+    try:
+        data = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    except ApiError:
+        raise
+    except RecursionError:
+        _invalid(f"nested deeper than {MAX_DEPTH} levels")
+    except ValueError as exc:  # json.JSONDecodeError is one
+        _invalid(str(exc))
+    _check_structure(data, _SURROGATE_ESCAPE.search(text) is not None)
+    return data
+
+
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    data = parse_json(body)
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_json", "the body must be a JSON object")
+    return data

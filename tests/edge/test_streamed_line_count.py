@@ -1,0 +1,61 @@
+"""The row limit decided while a body streams (EDGE-2) never refuses a list within it.
+
+``StreamedLineCount`` may only refuse when the body certainly has more lines than the
+limit: its count must never exceed the lines the import would read, however the body
+is shaped (plain text, JSON, url-encoded, multipart) and however it is cut in pieces.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from appliance.imports.accept import StreamedLineCount
+from appliance.imports.lines import count_lines
+
+texts = st.lists(st.sampled_from(["\n", "\r", "\r\n", "\\", "\\n", "\\\\", "n", "r", "a", '"',
+                                  "%0A", "5", " ", "é"]), max_size=60).map("".join)
+
+
+def fed(shape: str, body: bytes, cuts: list[int]) -> int:
+    counter = StreamedLineCount(shape, 10**9)
+    start = 0
+    for cut in sorted(c % (len(body) + 1) for c in cuts):
+        counter(body[start:cut])
+        start = max(start, cut)
+    counter(body[start:])
+    return counter.lines_at_least
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=texts, cuts=st.lists(st.integers(0, 10_000), max_size=8))
+def test_the_streamed_count_is_a_lower_bound_in_every_body_shape(text: str,
+                                                                  cuts: list[int]) -> None:
+    lines = count_lines(text.encode())
+    bodies = {
+        "text/plain": text.encode(),
+        "application/json": json.dumps({"list": "x", "text": text}).encode(),
+        "application/x-www-form-urlencoded": urllib.parse.urlencode(
+            {"list": "x", "text": text}).encode(),
+    }
+    for shape, body in bodies.items():
+        assert fed(shape, body, cuts) <= lines, shape
+
+
+def test_it_counts_what_is_there_and_refuses_past_the_limit() -> None:
+    assert fed("text/plain", b"1\n2\n3\n", [1, 3]) == 3
+    assert fed("application/json", json.dumps({"text": "1\n2\n3"}).encode(), [9, 10]) == 2
+    counter = StreamedLineCount("text/plain", 2)
+    counter(b"1\n2\n")
+    try:
+        counter(b"3\n")
+    except Exception as exc:
+        assert getattr(exc, "error", "") == "too_many_rows"
+        assert getattr(exc, "extra", {}) == {"limit": 2, "submitted": 3, "at_least": True}
+    else:
+        raise AssertionError("three lines passed a limit of two")
+    utf16 = StreamedLineCount("text/plain", 0)
+    utf16("\ufeff1\n2\n".encode("utf-16-le"))  # no line endings counted in UTF-16 bytes
