@@ -1,9 +1,12 @@
 """The dashboard's chart, drawn on the server as inline SVG (no script, no library).
 
-Messages by hour of creation over the coverage window: the total of each hour as a
-light bar, the part still without a final state drawn over it. Every hour of the
-window gets a slot, so a quiet hour shows as a gap rather than vanishing. Each bar
-has a ``<title>`` (a tooltip, and text for screen readers).
+Messages by hour of creation over the coverage window and the settle time after it:
+the total of each hour as a light bar, the part still without a final state drawn
+over it. Every hour gets a slot, so a quiet hour shows as a gap rather than
+vanishing. The settle time (the live hours, whose reports are still due) sits on a
+shaded band so nobody reads its orange as lost reports. Each bar has a ``<title>``
+(a tooltip, and text for screen readers). On a narrow screen the chart keeps a
+readable size and scrolls sideways (see ``.chart-scroll`` in the stylesheet).
 """
 
 from __future__ import annotations
@@ -49,8 +52,21 @@ def _nice_max(value: int) -> int:
     return value
 
 
-def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int) -> Markup:
-    """The chart as SVG markup, safe to place in a template."""
+def merge_hours(*groups: list[HourBar]) -> list[HourBar]:
+    """Bars of the same hour added up (the hour the settle boundary cuts in two)."""
+    out: dict[int, HourBar] = {}
+    for bars in groups:
+        for b in bars:
+            old = out.get(b.hour_ms)
+            out[b.hour_ms] = b if old is None else HourBar(
+                b.hour_ms, old.still_open + b.still_open, old.total + b.total)
+    return sorted(out.values(), key=lambda b: b.hour_ms)
+
+
+def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int,
+                     settling_from_ms: int | None = None) -> Markup:
+    """The chart as SVG markup, safe to place in a template; hours from
+    ``settling_from_ms`` on are drawn on the shaded settle band."""
     slots = hour_slots(bars, start_ms, end_ms)
     top = _nice_max(max((b.total for b in slots), default=0))
     plot_w = WIDTH - LEFT - RIGHT
@@ -71,6 +87,14 @@ def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int) -> Markup:
                    f' y2="{y:.1f}" stroke-dasharray="{"0" if frac == 0 else "3 3"}"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
                    f'{round(top * frac)}</text>')
+    if settling_from_ms is not None and settling_from_ms < end_ms:
+        first = slots[0].hour_ms
+        band_x = LEFT + max(0.0, (settling_from_ms - first) / HOUR_MS) * slot_w
+        band_x = min(band_x, WIDTH - RIGHT)
+        out.append(f'<rect class="settling" x="{band_x:.1f}" y="{TOP}"'
+                   f' width="{WIDTH - RIGHT - band_x:.1f}" height="{plot_h}"/>')
+        out.append(f'<text class="band" x="{WIDTH - RIGHT - 4}" y="{TOP + 14}"'
+                   ' text-anchor="end">live: reports still due</text>')
     for i, bar in enumerate(slots):
         x = LEFT + i * slot_w + (slot_w - bar_w) / 2
         h_total = plot_h * bar.total / top

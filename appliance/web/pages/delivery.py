@@ -23,7 +23,7 @@ from appliance.reports.summary import summary
 from appliance.sending import messages as msgs
 from appliance.sending.refs import looks_like_ref
 from appliance.web.api_messages import MAX_MSISDN_CHARS
-from appliance.web.pages.chart import HourBar, open_by_hour_svg
+from appliance.web.pages.chart import HourBar, merge_hours, open_by_hour_svg
 from appliance.web.pages.guard import appliance_of, console_page
 from appliance.web.pages.render import page
 from appliance.web.pages.timeline import message_timeline
@@ -33,7 +33,12 @@ ALERT_TITLES = {
     "coverage_low": "Coverage below the minimum",
     "inbox_stale": "Old unmatched reports in the inbox",
     "overdue": "Messages past the delivery window without a final report",
+    "backup_stale": "Scheduled backups late or failing",
+    "import_stuck": "An import job has stopped moving",
 }
+# The live figures poll quickly while reports are still due, slowly otherwise.
+BUSY_POLL_S = 3
+IDLE_POLL_S = 15
 
 
 def _ms(text: str | None) -> int:
@@ -42,7 +47,7 @@ def _ms(text: str | None) -> int:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-async def dashboard(request: Request, session: ConsoleSession, form: FormData) -> Response:
+async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[str, Any]:
     appliance = appliance_of(request)
     settings = appliance.settings
     now = appliance.now_ms()
@@ -51,14 +56,33 @@ async def dashboard(request: Request, session: ConsoleSession, form: FormData) -
         lambda c: summary(c, settings, now, account_id))
     window = stats["window"]
     start, end = _ms(window["from"]), _ms(window["to"])
-    bars = [HourBar(_ms(h["hour"]), int(h["still_open"]), int(h["total"]))
-            for h in stats["open_by_hour"]]
-    alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"])} for a in stats["alerts"]]
-    return page(request, "dashboard.html", session, title="Delivery dashboard", stats=stats,
-                window_start=start, window_end=end, chart=open_by_hour_svg(bars, start, end),
-                hours=sorted(bars, key=lambda b: b.hour_ms, reverse=True),
-                alerts=alerts, holding=[a for a in alerts if a["firing"]],
-                settings=settings, now=now)
+    settled = [HourBar(_ms(h["hour"]), int(h["still_open"]), int(h["total"]))
+               for h in stats["open_by_hour"]]
+    live = [HourBar(_ms(h["hour"]), int(h["still_open"]), int(h["total"]))
+            for h in stats["live_by_hour"]]
+    bars = merge_hours(settled, live)
+    alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"].replace("_", " "))}
+              for a in stats["alerts"]]
+    busy = stats["live"]["still_due"] > 0 or stats["inbox"]["waiting"] > 0
+    return {"stats": stats, "window_start": start, "window_end": end, "now": now,
+            "chart": open_by_hour_svg(bars, start, now, settling_from_ms=end),
+            "hours": sorted(bars, key=lambda b: b.hour_ms, reverse=True),
+            "settling_from": end, "alerts": alerts,
+            "holding": [a for a in alerts if a["firing"]], "settings": settings,
+            "poll_s": BUSY_POLL_S if busy else IDLE_POLL_S}
+
+
+async def dashboard(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    context = await _dashboard_context(request, session)
+    return page(request, "dashboard.html", session, title="Delivery dashboard", **context)
+
+
+async def dashboard_figures(request: Request, session: ConsoleSession,
+                            form: FormData) -> Response:
+    """The dashboard's figures alone: what its script swaps in while reports arrive."""
+    context = await _dashboard_context(request, session)
+    return page(request, "dashboard_figures.html", session, title="Delivery dashboard",
+                **context)
 
 
 async def messages_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -104,5 +128,6 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
 def routes() -> list[BaseRoute]:
     return [
         Route("/dashboard", console_page(dashboard), methods=["GET"]),
+        Route("/dashboard/figures", console_page(dashboard_figures), methods=["GET"]),
         Route("/messages", console_page(messages_page), methods=["GET"]),
     ]

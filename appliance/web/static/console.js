@@ -1,7 +1,9 @@
 /* The appliance console's only script: no framework, no external files.
    - the import form uploads with a progress line and shows a refusal (413) in place;
    - a job page polls its job every 500 ms and moves the bar until the job ends;
-   - pages marked data-refresh reload themselves while something is in flight.
+   - pages marked data-refresh reload themselves while something is in flight;
+   - a region marked data-live-refresh (the dashboard's figures) is fetched again
+     from its URL and swapped in place, as long as the fresh copy still asks for it.
    Everything works without this file too: forms post normally and pages reload. */
 (function () {
   "use strict";
@@ -129,7 +131,41 @@
     setTimeout(tick, 300);
   }
 
+  function liveRegion(region) {
+    var current = region;
+    function schedule() {
+      var s = parseFloat(current.getAttribute("data-interval")) || 5;
+      setTimeout(tick, s * 1000);
+    }
+    function tick() {
+      var url = current.getAttribute("data-live-refresh");
+      fetch(url, { credentials: "same-origin", cache: "no-store" })
+        .then(function (r) {
+          if (r.status === 401 || r.redirected) { window.location.assign("/login?next=" + encodeURIComponent(location.pathname)); throw new Error("signed out"); }
+          if (!r.ok) { throw new Error("status " + r.status); }
+          return r.text();
+        })
+        .then(function (html) {
+          var holder = document.createElement("template");
+          holder.innerHTML = html.trim();
+          var fresh = holder.content.querySelector("[data-live-refresh]") || holder.content.firstElementChild;
+          if (!fresh) { return; }
+          var open = Array.prototype.map.call(current.querySelectorAll("details"), function (d) { return d.open; });
+          fresh.querySelectorAll("details").forEach(function (d, i) { if (open[i]) { d.open = true; } });
+          current.replaceWith(fresh);
+          current = fresh;
+          if (fresh.hasAttribute("data-live-refresh")) { schedule(); }
+        })
+        .catch(function (err) {
+          if (String(err.message) === "signed out") { return; }
+          setTimeout(tick, 5000);
+        });
+    }
+    schedule();
+  }
+
   document.querySelectorAll("form[data-import-form]").forEach(importForm);
+  document.querySelectorAll("[data-live-refresh]").forEach(liveRegion);
   document.querySelectorAll("[data-job-poll]").forEach(jobPoll);
   document.querySelectorAll("[data-refresh]").forEach(function (el) {
     var s = parseFloat(el.getAttribute("data-refresh")) || 5;
