@@ -60,11 +60,13 @@ def serve(data_dir: str | None, config_file: str | None, host: str | None,
 
 
 def run_guarded(fn: Any) -> None:
+    from appliance.server import PortInUse
+
     try:
         fn()
     except ConfigError as exc:
         raise ConfigProblem(f"config: {exc}") from None
-    except (DataDirLocked, SchemaTooNew) as exc:
+    except (DataDirLocked, SchemaTooNew, PortInUse) as exc:
         fail(str(exc))
 
 

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.config import ConfigError
+from appliance.logs import SampledLine
 from appliance.providers import AuthError, CallbackRequest, ReportParseError
 from appliance.reports.adapters import adapter_for
 from appliance.reports.apply import receive
@@ -26,6 +27,9 @@ from appliance.service import Appliance
 from appliance.web.bodies import read_bounded
 
 log = logging.getLogger("appliance.callbacks")
+# The line the field note counts: a report whose message we cannot match yet. Under a
+# race there are thousands a minute, so each provider's are summed up every 10 s.
+UNKNOWN_REPORT = SampledLine(log, "unknown report", interval_s=10.0, detail_key="ref")
 
 
 def _plain(status: int, text: str) -> Response:
@@ -72,9 +76,8 @@ async def callback(request: Request) -> Response:
         return JSONResponse({"error": "not_stored", "message": "try again"}, status_code=503,
                             headers={"Retry-After": "5"})
     for ref in receipt.waiting:
-        # The line the field note counts: a report whose message we cannot match yet.
-        # It is kept in the inbox; the reconciler applies it when the message appears.
-        log.info("unknown report", extra={"ref": ref, "provider": name})
+        # Kept in the inbox; the reconciler applies it when the message appears.
+        UNKNOWN_REPORT.note(name, ref, provider=name)
     if receipt.error is not None:
         log.warning("callback %s from %s kept raw, not interpreted: %s", receipt.raw_id, name,
                     receipt.error)
