@@ -6,7 +6,7 @@
 -- reported_at = 0 means "the provider sent no time".
 --
 -- Versioned with PRAGMA user_version (see appliance/store/schema.py). This file is
--- the current schema; appliance/store/migrations.py holds the steps from older ones.
+-- the current schema; appliance/store/schema.py holds the steps from older ones.
 
 CREATE TABLE accounts (
     id           INTEGER PRIMARY KEY,
@@ -41,11 +41,14 @@ CREATE TABLE sessions (
     expires_at   INTEGER NOT NULL
 );
 
+-- A deleted list keeps its row (its campaigns and import jobs point at it) with its
+-- contacts removed; importing into the same name again brings it back, empty.
 CREATE TABLE lists (
     id           INTEGER PRIMARY KEY,
     account_id   INTEGER NOT NULL REFERENCES accounts(id),
     name         TEXT    NOT NULL,
     created_at   INTEGER NOT NULL,
+    deleted_at   INTEGER,
     UNIQUE (account_id, name)
 );
 
@@ -85,6 +88,7 @@ CREATE TABLE import_jobs (
     finished_at        INTEGER,
     updated_at         INTEGER NOT NULL,
     payload_pruned_at  INTEGER,
+    rerun_of           INTEGER,  -- IMP-11: the job whose stored payload this one parses again
     UNIQUE (account_id, idempotency_key)
 );
 CREATE INDEX import_jobs_state ON import_jobs (state);

@@ -13,10 +13,20 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _lists_deleted_and_job_reruns(conn: apsw.Connection) -> None:
+    """2: ``lists.deleted_at`` (deleting a list from the console) and
+    ``import_jobs.rerun_of`` (IMP-11: re-running an import from its stored payload)."""
+    conn.execute("ALTER TABLE lists ADD COLUMN deleted_at INTEGER")
+    conn.execute("ALTER TABLE import_jobs ADD COLUMN rerun_of INTEGER")
+
 
 # version -> step that takes a database from version-1 to version.
-MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
+    2: _lists_deleted_and_job_reruns,
+}
 
 
 class SchemaTooNew(RuntimeError):
