@@ -93,8 +93,7 @@ def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int,
         band_x = min(band_x, WIDTH - RIGHT)
         out.append(f'<rect class="settling" x="{band_x:.1f}" y="{TOP}"'
                    f' width="{WIDTH - RIGHT - band_x:.1f}" height="{plot_h}"/>')
-        out.append(f'<text class="band" x="{WIDTH - RIGHT - 4}" y="{TOP + 14}"'
-                   ' text-anchor="end">live: reports still due</text>')
+        out.append(f'<text class="band" x="{band_x + 4:.1f}" y="{TOP + 14}">live</text>')
     for i, bar in enumerate(slots):
         x = LEFT + i * slot_w + (slot_w - bar_w) / 2
         h_total = plot_h * bar.total / top
@@ -111,5 +110,51 @@ def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int,
         if i % every == 0:
             out.append(f'<text x="{x + bar_w / 2:.1f}" y="{HEIGHT - 10}" text-anchor="middle">'
                        f"{escape(label)}</text>")
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+# The campaign page's bar: every message of the campaign in one of five groups.
+STATE_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("waiting", "waiting to be sent", ("QUEUED", "SENDING", "RETRY")),
+    ("sent", "sent, report still due", ("SUBMITTED", "ACCEPTED", "ENROUTE", "UNCERTAIN")),
+    ("delivered", "delivered", ("DELIVERED",)),
+    ("failed", "failed, expired or rejected", ("FAILED", "EXPIRED", "REJECTED")),
+    ("unknown", "no report in the window, or cancelled", ("UNKNOWN", "CANCELLED")),
+)
+
+
+def state_groups(counts: dict[str, int], total: int) -> list[tuple[str, str, int]]:
+    """(css class, label, messages) per group; messages not created yet count as waiting
+    and states no group names go with the last."""
+    named = {s for _, _, states in STATE_GROUPS for s in states}
+    out = []
+    for cls, label, states in STATE_GROUPS:
+        n = sum(counts.get(s, 0) for s in states)
+        if cls == "waiting":
+            n += max(0, total - sum(counts.values()))
+        if cls == "unknown":
+            n += sum(v for s, v in counts.items() if s not in named)
+        out.append((cls, label, n))
+    return out
+
+
+def state_bar_svg(counts: dict[str, int], total: int) -> Markup:
+    """A stacked bar of the campaign's messages by group (never blank: messages still
+    to send are a segment of their own)."""
+    groups = state_groups(counts, total)
+    whole = max(1, sum(n for _, _, n in groups))
+    width, height = 1000, 24
+    out = [f'<svg class="statebar" viewBox="0 0 {width} {height}" preserveAspectRatio="none"'
+           ' role="img" aria-label="Messages by state" xmlns="http://www.w3.org/2000/svg">',
+           f'<rect class="frame" x="0" y="0" width="{width}" height="{height}"/>']
+    x = 0.0
+    for cls, label, n in groups:
+        if not n:
+            continue
+        w = width * n / whole
+        out.append(f'<rect class="{cls}" x="{x:.2f}" y="0" width="{w:.2f}" height="{height}">'
+                   f'<title>{escape(f"{n} {label}")}</title></rect>')
+        x += w
     out.append("</svg>")
     return Markup("".join(out))
