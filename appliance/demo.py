@@ -43,6 +43,7 @@ from appliance.simulator.behaviour import Behaviour
 log = logging.getLogger("appliance.demo")
 DEMO_ACCOUNT = "demo"
 DEMO_LIST = "demo-list"
+DEMO_BATCH = 40
 DEMO_BEHAVIOUR = Behaviour(
     delivered_rate=0.82, delay_min_ms=200, delay_max_ms=4000, early_reports=0.3,
     duplicate_rate=0.1, reorder_rate=0.1, intermediate_rate=0.3, silent_rate=0.01,
@@ -79,8 +80,11 @@ def demo_settings(base: Settings, sim_port: int) -> Settings:
     sim = ProviderSettings(name="sim", kind="simulator", base_url=f"http://127.0.0.1:{sim_port}",
                            rate_per_s=200.0, concurrency=8)
     providers = {**base.providers, "sim": sim}
+    # Small batches (a fifth of a second of the simulator's rate): stopping waits for
+    # the batches in flight to be recorded, so Ctrl+C ends the demo at once.
     return replace(base, providers=providers,
-                   sending=replace(base.sending, default_provider="sim"))
+                   sending=replace(base.sending, default_provider="sim",
+                                   batch_size=min(base.sending.batch_size, DEMO_BATCH)))
 
 
 def prepare(settings: Settings, contacts: int) -> tuple[str, int, str | None]:
