@@ -106,7 +106,7 @@ def config_check(data_dir: str | None, config_file: str | None) -> None:
 
 @main.group()
 def account() -> None:
-    """Accounts and API keys."""
+    """Accounts (each made with its first API key; more with 'appliance key')."""
 
 
 @account.command("create")

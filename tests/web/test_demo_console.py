@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import ROOT, appliance_cmd, free_port, wait_for
+from tests.harness import ROOT, appliance_cmd, child_env, free_port, wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 UPDATE_SHOTS = os.environ.get("APPLIANCE_UPDATE_SCREENSHOTS") == "1"
@@ -183,13 +183,14 @@ def test_the_banners_doctor_and_backup_commands_work_as_printed(demo: TerminalDe
         r"^\s*\S+ (?:-m appliance )?(doctor|backup) --data-dir .*$", out.replace("\r", ""),
         re.M)}
     assert set(commands) == {"doctor", "backup"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
     doctor = subprocess.run(commands["doctor"], cwd=demo.cwd, capture_output=True, text=True,
-                            timeout=60)
+                            timeout=60, env=env)
     assert doctor.returncode in (0, 1), doctor.stderr
     live = re.search(r"^ coverage  ([\d.]+)%", doctor.stdout, re.M)
     assert live and float(live.group(1)) > 0, doctor.stdout
     backup = subprocess.run(commands["backup"], cwd=demo.cwd, capture_output=True, text=True,
-                            timeout=120)
+                            timeout=120, env=env)
     assert backup.returncode == 0, backup.stderr
     assert Path(backup.stdout.strip().splitlines()[-1]).is_file()
 
@@ -221,7 +222,7 @@ def test_a_busy_port_fails_before_any_banner(tmp_path: Path) -> None:
         started = time.monotonic()
         out = subprocess.run(appliance_cmd("demo", "--port", str(port), "--data-dir",
                                            str(tmp_path / "d")),
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=60, env=child_env())
     assert out.returncode == 1 and time.monotonic() - started < 10
     assert f"cannot listen on 127.0.0.1:{port}" in out.stderr
     assert "API key" not in out.stderr and out.stdout == "" and "password" not in out.stderr
