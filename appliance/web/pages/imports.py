@@ -17,7 +17,9 @@ the head of the file. A finished job's page can re-run it from its stored payloa
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
+import apsw
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -180,11 +182,16 @@ def _missing_job(request: Request, session: ConsoleSession) -> Response:
 
 
 async def job_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    job = await _owned_job(request, session)
+    job_id: int = request.path_params["job_id"]
+    account_id = session.account_id
+
+    def read(c: apsw.Connection) -> tuple[ImportJob | None, list[dict[str, Any]]]:
+        found = get_job(c, job_id, account_id) if job_id <= MAX_ID else None
+        return found, list_lists(c, account_id) if found is not None else []
+
+    job, lists = await appliance_of(request).store.readers.run(read)
     if job is None:
         return _missing_job(request, session)
-    account_id = session.account_id
-    lists = await appliance_of(request).store.readers.run(lambda c: list_lists(c, account_id))
     return page(request, "job.html", session, title=f"Import job {job.id}", job=job_json(job),
                 finished=job.state in TERMINAL, again=request.query_params.get("again") == "1",
                 lists=lists, rerun_error=None, rerun_key=secrets.token_urlsafe(18))
