@@ -41,11 +41,14 @@ CREATE TABLE sessions (
     expires_at   INTEGER NOT NULL
 );
 
+-- A deleted list keeps its row (its campaigns and import jobs point at it) with its
+-- contacts removed; importing into the same name again brings it back, empty.
 CREATE TABLE lists (
     id           INTEGER PRIMARY KEY,
     account_id   INTEGER NOT NULL REFERENCES accounts(id),
     name         TEXT    NOT NULL,
     created_at   INTEGER NOT NULL,
+    deleted_at   INTEGER,
     UNIQUE (account_id, name)
 );
 
@@ -85,6 +88,7 @@ CREATE TABLE import_jobs (
     finished_at        INTEGER,
     updated_at         INTEGER NOT NULL,
     payload_pruned_at  INTEGER,
+    rerun_of           INTEGER,  -- IMP-11: the job whose stored payload this one parses again
     UNIQUE (account_id, idempotency_key)
 );
 CREATE INDEX import_jobs_state ON import_jobs (state);

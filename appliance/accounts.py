@@ -1,8 +1,13 @@
 """Accounts and their API keys.
 
-A key is shown once, when it is made; the store keeps only its sha256. Looking a
-key up by its hash and comparing with ``hmac.compare_digest`` keeps the check
-constant-time in the key's content.
+A key is shown once, when it is made; the store keeps only its sha256 and its first
+characters (the prefix people recognise it by). Looking a key up by its hash and
+comparing with ``hmac.compare_digest`` keeps the check constant-time in the key's
+content. A revoked key (``revoked_at`` set) is refused by the very next request:
+nothing caches a key's account.
+
+:func:`choose_account` is how commands that act for an account pick it: by name,
+by key, or, when the appliance has exactly one account, that one; never a new one.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
 KEY_PREFIX = "apl_"
+SHOWN_PREFIX = 8  # characters of a key kept in clear to recognise it by
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,28 @@ class Account:
 
 class AccountExists(ValueError):
     pass
+
+
+class AccountChoice(ValueError):
+    """No account could be chosen (none, several, or not the one named)."""
+
+
+class KeyChoice(ValueError):
+    """No single key matches what was given."""
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: int
+    account_id: int
+    account_name: str
+    prefix: str
+    created_at: int
+    revoked_at: int | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
 
 
 def hash_key(key: str) -> str:
@@ -62,7 +91,7 @@ def add_key(conn: apsw.Connection, account_id: int, now_ms: int) -> str:
     key = new_key()
     conn.execute(
         "INSERT INTO api_keys (account_id, key_hash, prefix, created_at) VALUES (?, ?, ?, ?)",
-        (account_id, hash_key(key), key[:8], now_ms),
+        (account_id, hash_key(key), key[:SHOWN_PREFIX], now_ms),
     )
     return key
 
@@ -78,3 +107,99 @@ def account_for_key(conn: apsw.Connection, key: str) -> Account | None:
     if row is None or not hmac.compare_digest(str(row[2]), wanted):
         return None
     return Account(int(row[0]), str(row[1]))
+
+
+def find_account(conn: apsw.Connection, name: str) -> Account | None:
+    row = conn.execute("SELECT id, name FROM accounts WHERE name = ?", (name,)).fetchone()
+    return None if row is None else Account(int(row[0]), str(row[1]))
+
+
+def list_accounts(conn: apsw.Connection) -> list[Account]:
+    return [Account(int(r[0]), str(r[1]))
+            for r in conn.execute("SELECT id, name FROM accounts ORDER BY name")]
+
+
+def choose_account(conn: apsw.Connection, name: str | None = None,
+                   key: str | None = None) -> Account:
+    """The account a command acts for (a read unit): the one named, the one the key
+    belongs to, or the only one there is. Raises :class:`AccountChoice` otherwise."""
+    if key is not None:
+        found = account_for_key(conn, key)
+        if found is None:
+            raise AccountChoice("that API key is not valid (unknown or revoked)")
+        if name is not None and found.name != name:
+            raise AccountChoice(f"that API key belongs to account {found.name!r}, not {name!r}")
+        return found
+    accounts = list_accounts(conn)
+    names = ", ".join(a.name for a in accounts)
+    if name is not None:
+        for account in accounts:
+            if account.name == name:
+                return account
+        raise AccountChoice(f"no account named {name!r}"
+                            + (f"; the accounts are: {names}" if accounts else
+                               "; create it with: appliance account create NAME"))
+    if not accounts:
+        raise AccountChoice("there is no account yet; create one with:"
+                            " appliance account create NAME")
+    if len(accounts) > 1:
+        raise AccountChoice(f"there are {len(accounts)} accounts ({names}): choose one with"
+                            " --account NAME (or --key KEY)")
+    return accounts[0]
+
+
+_KEY_COLUMNS = ("k.id, k.account_id, a.name, k.prefix, k.created_at, k.revoked_at"
+                " FROM api_keys k JOIN accounts a ON a.id = k.account_id")
+
+
+def _key(row: Any) -> ApiKey:
+    return ApiKey(int(row[0]), int(row[1]), str(row[2]), str(row[3]), int(row[4]), row[5])
+
+
+def list_keys(conn: apsw.Connection, account_id: int) -> list[ApiKey]:
+    """The account's keys, newest first, revoked ones too (a read unit)."""
+    return [_key(r) for r in conn.execute(
+        f"SELECT {_KEY_COLUMNS} WHERE k.account_id = ? ORDER BY k.id DESC", (account_id,))]
+
+
+def get_key(conn: apsw.Connection, key_id: int, account_id: int) -> ApiKey | None:
+    row = conn.execute(f"SELECT {_KEY_COLUMNS} WHERE k.id = ? AND k.account_id = ?",
+                       (key_id, account_id)).fetchone()
+    return None if row is None else _key(row)
+
+
+def find_key(conn: apsw.Connection, given: str, account_id: int | None = None) -> ApiKey:
+    """The one key ``given`` designates: the whole key, or its prefix as listed (a read
+    unit). Raises :class:`KeyChoice` when none or several match."""
+    given = given.strip()
+    if len(given) > SHOWN_PREFIX and given.startswith(KEY_PREFIX):
+        rows = conn.execute(f"SELECT {_KEY_COLUMNS} WHERE k.key_hash = ?",
+                            (hash_key(given),)).fetchall()
+        if not rows:
+            raise KeyChoice("no key matches that key")
+        return _key(rows[0])
+    if not given:
+        raise KeyChoice("give the key's prefix as 'appliance key list' shows it")
+    pattern = given.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    where = "k.prefix LIKE ? ESCAPE '\\'"
+    args: list[object] = [pattern]
+    if account_id is not None:
+        where += " AND k.account_id = ?"
+        args.append(account_id)
+    rows = conn.execute(f"SELECT {_KEY_COLUMNS} WHERE {where} ORDER BY k.id", args).fetchall()
+    keys = [_key(r) for r in rows]
+    if not keys:
+        raise KeyChoice(f"no key starts with {given!r}")
+    active = [k for k in keys if k.active] or keys
+    if len(active) > 1:
+        shown = ", ".join(f"{k.prefix}… (account {k.account_name}, id {k.id})" for k in active)
+        raise KeyChoice(f"{len(active)} keys start with {given!r}: {shown}; give the whole"
+                        " key, or --account")
+    return active[0]
+
+
+def revoke_key(conn: apsw.Connection, key_id: int, now_ms: int) -> bool:
+    """Revoke a key (a write unit); False when it was revoked already."""
+    conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                 (now_ms, key_id))
+    return bool(conn.changes())

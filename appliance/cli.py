@@ -73,11 +73,13 @@ def serve(data_dir: str | None, config_file: str | None, host: str | None,
 
 
 def run_guarded(fn: Any) -> None:
+    from appliance.server import PortInUse
+
     try:
         fn()
     except ConfigError as exc:
         raise ConfigProblem(f"config: {exc}") from None
-    except (DataDirLocked, SchemaTooNew) as exc:
+    except (DataDirLocked, SchemaTooNew, PortInUse) as exc:
         fail(str(exc))
 
 
@@ -118,7 +120,7 @@ def config_check(data_dir: str | None, config_file: str | None) -> None:
 
 @main.group()
 def account() -> None:
-    """Accounts and API keys."""
+    """Accounts (each made with its first API key; more with 'appliance key')."""
 
 
 @account.command("create")
@@ -194,20 +196,110 @@ def user_create(data_dir: str | None, config_file: str | None, name: str,
 
 @main.command("import")
 @data_dir_option
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
-@click.option("--list", "list_name", required=True, help="The list to import into.")
+@click.argument("file", required=False,
+                type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--list", "list_name", default=None,
+              help="The list to import into (with --rerun: default the job's own list).")
 @click.option("--region", default=None, help="Default country for numbers without one (e.g. TR).")
-@click.option("--account", "account_name", default="default", show_default=True,
-              help="The account that owns the list.")
-def import_command(data_dir: str | None, config_file: str | None, file: str, list_name: str,
-                   region: str | None, account_name: str) -> None:
-    """Queue an import of FILE and show its progress until it is done."""
-    from appliance.imports.cli_import import run_import
+@click.option("--account", "account_name", default=None,
+              help="The account that owns the list (default: the only account there is).")
+@click.option("--key", "api_key", default=None,
+              help="Act for the account of this API key instead of naming it.")
+@click.option("--rerun", "rerun_of", type=click.IntRange(1), default=None, metavar="JOB",
+              help="Parse job JOB's stored payload again as a new job (no FILE).")
+def import_command(data_dir: str | None, config_file: str | None, file: str | None,
+                   list_name: str | None, region: str | None, account_name: str | None,
+                   api_key: str | None, rerun_of: int | None) -> None:
+    """Queue an import of FILE (or re-run job JOB) and show its progress until it is done.
+
+    With one account it is used; with several, choose with --account or --key.
+    """
+    from appliance.imports.cli_import import run_import, run_rerun
 
     settings = settings_from(data_dir, config_file)
+    if rerun_of is not None:
+        if file is not None or region is not None:
+            fail("--rerun takes no FILE and no --region: it reads the job's stored payload"
+                 " with the job's region")
+        sys.exit(run_rerun(settings, rerun_of, list_name, account_name, api_key))
+    if file is None or list_name is None:
+        fail("give the FILE to import and --list NAME (or --rerun JOB)")
+        return
     data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
-    code = run_import(settings, data, list_name, region, account_name)
-    sys.exit(code)
+    sys.exit(run_import(settings, data, list_name, region, account_name, api_key))
+
+
+@main.group("key")
+def key_group() -> None:
+    """API keys: create (shown once), list, revoke (refused from the next request on)."""
+
+
+def _account_for(appliance: Any, account_name: str | None) -> Any:
+    from appliance.accounts import AccountChoice, choose_account
+
+    try:
+        return appliance.store.readers.call(lambda c: choose_account(c, account_name))
+    except AccountChoice as exc:
+        fail(str(exc))
+
+
+@key_group.command("create")
+@data_dir_option
+@click.option("--account", "account_name", default=None,
+              help="The account (default: the only account there is).")
+def key_create(data_dir: str | None, config_file: str | None, account_name: str | None) -> None:
+    """Make a new API key; prints it as the last line (it is shown only this once)."""
+    from appliance.accounts import SHOWN_PREFIX, add_key
+
+    with OfflineAppliance(settings_from(data_dir, config_file)) as appliance:
+        account = _account_for(appliance, account_name)
+        key = appliance.store.writer.call(lambda c: add_key(c, account.id, appliance.now_ms()))
+    click.echo(f"new API key {key[:SHOWN_PREFIX]}… for account {account.name}; shown only once:",
+               err=True)
+    click.echo(key)
+
+
+@key_group.command("list")
+@data_dir_option
+@click.option("--account", "account_name", default=None,
+              help="The account (default: the only account there is).")
+def key_list(data_dir: str | None, config_file: str | None, account_name: str | None) -> None:
+    """List the account's keys: prefix, created, revoked."""
+    from appliance.accounts import list_keys
+    from appliance.clock import iso
+
+    with OfflineAppliance(settings_from(data_dir, config_file)) as appliance:
+        account = _account_for(appliance, account_name)
+        keys = appliance.store.readers.call(lambda c: list_keys(c, account.id))
+    click.echo(f"{'prefix':<12} {'created (UTC)':<20} state", err=True)
+    for k in keys:
+        state = "active" if k.active else f"revoked {iso(k.revoked_at)}"
+        click.echo(f"{k.prefix + '…':<12} {str(iso(k.created_at))[:19]:<20} {state}")
+    if not keys:
+        click.echo(f"account {account.name} has no keys", err=True)
+
+
+@key_group.command("revoke")
+@data_dir_option
+@click.argument("prefix")
+@click.option("--account", "account_name", default=None,
+              help="Only look at this account's keys.")
+def key_revoke(data_dir: str | None, config_file: str | None, prefix: str,
+               account_name: str | None) -> None:
+    """Revoke the key starting with PREFIX (or the whole key); refused from the next request."""
+    from appliance.accounts import KeyChoice, find_key, revoke_key
+
+    with OfflineAppliance(settings_from(data_dir, config_file)) as appliance:
+        account_id = None if account_name is None else _account_for(appliance, account_name).id
+        try:
+            found = appliance.store.readers.call(lambda c: find_key(c, prefix, account_id))
+        except KeyChoice as exc:
+            fail(str(exc))
+            return
+        done = appliance.store.writer.call(lambda c: revoke_key(c, found.id, appliance.now_ms()))
+    if not done:
+        fail(f"key {found.prefix}… of account {found.account_name} was already revoked")
+    click.echo(f"revoked key {found.prefix}… of account {found.account_name}")
 
 
 @main.command()

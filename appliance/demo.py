@@ -8,12 +8,17 @@ refs nobody sent), a provider ``sim`` pointed at it, an account ``demo`` with it
 printed, a console user when the console exists, a 2,000-line sample list with a few
 duplicates and bad lines queued for import, and, once the import is done, one
 campaign to that list. Then it serves until Ctrl-C.
+
+The port and the data dir are checked before anything is printed (a second demo on
+a busy port fails at once, without a banner). Logs go to ``appliance.log`` in the
+data dir; the terminal keeps the banner and one status line
+(:mod:`appliance.demo_terminal`).
 """
 
 from __future__ import annotations
 
 import importlib
-import json
+import logging
 import random
 import secrets
 import socket
@@ -27,11 +32,19 @@ import click
 import httpx
 
 from appliance import outgoing_http
-from appliance.config import ConfigError, ProviderSettings, Settings, load_settings
+from appliance.config import (
+    ConfigError,
+    ProviderSettings,
+    Settings,
+    ensure_data_dir,
+    load_settings,
+)
 from appliance.simulator.behaviour import Behaviour
 
+log = logging.getLogger("appliance.demo")
 DEMO_ACCOUNT = "demo"
 DEMO_LIST = "demo-list"
+DEMO_BATCH = 40
 DEMO_BEHAVIOUR = Behaviour(
     delivered_rate=0.82, delay_min_ms=200, delay_max_ms=4000, early_reports=0.3,
     duplicate_rate=0.1, reorder_rate=0.1, intermediate_rate=0.3, silent_rate=0.01,
@@ -68,8 +81,11 @@ def demo_settings(base: Settings, sim_port: int) -> Settings:
     sim = ProviderSettings(name="sim", kind="simulator", base_url=f"http://127.0.0.1:{sim_port}",
                            rate_per_s=200.0, concurrency=8)
     providers = {**base.providers, "sim": sim}
+    # Small batches (a fifth of a second of the simulator's rate): stopping waits for
+    # the batches in flight to be recorded, so Ctrl+C ends the demo at once.
     return replace(base, providers=providers,
-                   sending=replace(base.sending, default_provider="sim"))
+                   sending=replace(base.sending, default_provider="sim",
+                                   batch_size=min(base.sending.batch_size, DEMO_BATCH)))
 
 
 def prepare(settings: Settings, contacts: int) -> tuple[str, int, str | None]:
@@ -128,9 +144,7 @@ def start_campaign(url: str, key: str, job_id: int, stop: threading.Event) -> No
             "/api/campaigns", headers={"Idempotency-Key": f"demo-campaign-{job_id}"},
             json={"list": DEMO_LIST, "body": "Hello from the appliance demo"},
         )
-        click.echo(f"\ncampaign queued: {answer.text}\n  watch it: curl -s -H "
-                   f"'Authorization: Bearer {key}' {url}/api/campaigns/"
-                   f"{answer.json().get('campaignId', '')}\n", err=True)
+        log.info("demo campaign queued", extra={"answer": answer.text})
 
 
 @click.command("demo")
@@ -145,44 +159,51 @@ def start_campaign(url: str, key: str, job_id: int, stop: threading.Event) -> No
               help="Lines in the sample list.")
 def demo_command(data_dir: str | None, config_file: str | None, host: str, port: int,
                  sim_port: int | None, contacts: int) -> None:
-    """Serve with the built-in provider simulator, a demo account, a list and a campaign."""
-    from appliance.server import run_server
+    """Serve with the built-in provider simulator, a demo account, a list and a campaign.
+
+    Logs go to appliance.log in the data dir; the terminal shows the banner and one
+    status line.
+    """
+    from appliance.demo_terminal import BannerFacts, StatusWriter, banner, command_name
+    from appliance.logs import setup_logging
+    from appliance.server import PortInUse, bind_socket, run_server
     from appliance.simulator.run import SimulatorThread
-    from appliance.store.lock import DataDirLocked
+    from appliance.store.lock import DataDirLock, DataDirLocked
 
     directory = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="appliance-demo-"))
     try:
         base = load_settings(config_file, overrides={"data_dir": str(directory), "host": host,
                                                      "port": port})
+        ensure_data_dir(base)
     except ConfigError as exc:
         raise click.ClickException(f"config: {exc}") from None
+    if DataDirLock(directory).held_by_other():
+        raise click.ClickException(f"data dir {directory} is in use by a running appliance;"
+                                   " give the demo another --data-dir")
+    try:
+        sock = bind_socket(base)
+    except PortInUse as exc:
+        raise click.ClickException(str(exc)) from None
+    log_file = directory / "appliance.log"
+    setup_logging(base.log_format, base.log_level, base.log_full_numbers, path=log_file)
     sim_port = sim_port or free_port()
     settings = demo_settings(base, sim_port)
     sim = SimulatorThread(DEMO_BEHAVIOUR, "127.0.0.1", sim_port).start()
     key, job_id, password = prepare(settings, contacts)
     url = f"http://{host}:{port}"
-    auth = f"-H 'Authorization: Bearer {key}'"
-    message = json.dumps({"to": "+905321234567", "body": "hello"})
-    click.echo(f"""
-appliance demo
-  data dir   {directory}
-  simulator  http://127.0.0.1:{sim_port}  (Vonage format; early, duplicate, reordered receipts)
-  console    {url}/{f"   user demo, password {password}" if password else ""}
-  API key    {key}
-
-try:
-  curl -s {auth} {url}/api/jobs/{job_id}
-  curl -s {auth} -H 'Content-Type: application/json' -d '{message}' {url}/api/messages
-  curl -s {auth} {url}/api/stats
-""", err=True)
+    click.echo(banner(BannerFacts(directory, log_file, f"http://127.0.0.1:{sim_port}", url, key,
+                                  job_id, password, command_name())), err=True)
     click.echo(key)
     stop = threading.Event()
     threading.Thread(target=start_campaign, args=(url, key, job_id, stop), daemon=True,
                      name="demo-campaign").start()
+    status = StatusWriter(url, key).start()
     try:
-        run_server(settings)
+        run_server(settings, sock=sock, log_file=log_file)
     except DataDirLocked as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         stop.set()
+        status.stop()
         sim.stop()
+    click.echo(f"stopped; the data is in {directory} (logs: {log_file})", err=True)

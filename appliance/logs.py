@@ -4,6 +4,10 @@ Fields passed with ``extra=`` land in the JSON object, and every line logged whi
 an HTTP request is handled carries its ``request_id`` (``X-Request-Id``, see
 :mod:`appliance.ops.request_middleware`).
 
+A line that can come thousands of times a minute (``unknown report``, one per
+report left waiting) goes through :class:`SampledLine`: the first of each interval
+is logged in full, the others are counted into one summary line per interval.
+
 Logs never carry a full phone number or a configured secret unless asked:
 callers mask numbers with :func:`mask_msisdn`, and a last filter masks anything
 shaped like an E.164 number (``+`` and 7 to 15 digits) and the values of the
@@ -13,13 +17,16 @@ configured secrets (provider keys, tokens) in every line, unless
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import logging
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 _STD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys()) | {
@@ -91,9 +98,16 @@ class RedactingFormatter(logging.Formatter):
 
 
 def setup_logging(fmt: str = "auto", level: str = "info", full_numbers: bool = False,
-                  secrets: Iterable[str] = ()) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+                  secrets: Iterable[str] = (), path: Path | None = None) -> None:
+    """Log to stderr, or (``path``) append to that file; ``auto`` is JSON unless the
+    lines go to a terminal."""
+    handler: logging.Handler
+    if path is None:
+        handler = logging.StreamHandler(sys.stderr)
+        use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    else:
+        handler = logging.FileHandler(path, encoding="utf-8")
+        use_json = fmt != "text"
     inner: logging.Formatter = JsonFormatter() if use_json else TextFormatter()
     handler.setFormatter(RedactingFormatter(inner, full_numbers, secrets))
     handler.addFilter(ContextFilter())
@@ -109,3 +123,71 @@ def mask_msisdn(msisdn: str, full: bool = False) -> str:
     if full or len(msisdn) < 7:
         return msisdn
     return msisdn[:6] + "*" * (len(msisdn) - 8) + msisdn[-2:]
+
+
+@dataclass
+class _Interval:
+    started: float
+    fields: dict[str, Any]
+    count: int = 0  # occurrences after the first, not logged one by one
+    sample: list[str] = field(default_factory=list)
+
+
+class SampledLine:
+    """One INFO line that may repeat thousands of times a minute, per group (e.g. per
+    provider): the first occurrence of each ``interval_s`` is logged in full (with
+    ``"count": 1``); the others are logged at DEBUG only, counted, and summed up in one
+    INFO line when the interval ends (``"count": N`` with a ``"sample"`` of their
+    details). Adding up ``count`` over the lines gives every occurrence."""
+
+    def __init__(self, logger: logging.Logger, message: str, interval_s: float = 10.0,
+                 sample: int = 5, detail_key: str = "detail",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger = logger
+        self.message = message
+        self.detail_key = detail_key
+        self.interval_s = interval_s
+        self.sample = sample
+        self.clock = clock
+        self._open: dict[str, _Interval] = {}
+
+    def note(self, group: str, detail: str, **fields: Any) -> None:
+        """One occurrence; ``detail`` (a ref) is logged in full or kept as a sample."""
+        now = self.clock()
+        current = self._open.get(group)
+        if current is not None and now - current.started >= self.interval_s:
+            self.flush(group)  # no event loop timer ran (or it is late): close it now
+            current = None
+        if current is None:
+            self._open[group] = _Interval(now, fields)
+            self.logger.info(self.message,
+                             extra={**fields, "count": 1, self.detail_key: detail})
+            self._flush_later(group)
+            return
+        current.count += 1
+        if len(current.sample) < self.sample:
+            current.sample.append(detail)
+        self.logger.debug(self.message, extra={**fields, "count": 1, self.detail_key: detail})
+
+    def flush(self, group: str | None = None) -> None:
+        """Log the summary of the open interval of ``group`` (of every group: None)."""
+        for name in [group] if group is not None else list(self._open):
+            current = self._open.pop(name, None) if name is not None else None
+            if current is not None and current.count:
+                self.logger.info(self.message, extra={
+                    **current.fields, "count": current.count, "sample": current.sample,
+                    "interval_s": self.interval_s, "summary": True})
+
+    def _flush_later(self, group: str) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # flushed by the next occurrence after the interval instead
+        # A fresh context: the summary belongs to no one request.
+        loop.call_later(self.interval_s, self._close_if_due, group,
+                        context=contextvars.Context())
+
+    def _close_if_due(self, group: str) -> None:
+        current = self._open.get(group)
+        if current is not None and self.clock() - current.started >= self.interval_s * 0.99:
+            self.flush(group)

@@ -2,7 +2,10 @@
 
 Each rule deletes at most ``batch`` rows per step, so pruning a large backlog never
 holds the writer for long; the loop comes back at once while a rule still finds
-rows. Ages are measured on our own receive/finish times, never the provider's.
+rows. Ages are measured on our own receive/finish times, never the provider's. A
+pruned payload records when it was pruned (``payload_pruned_at``: a re-run of that
+job is answered ``410`` with that date). The last rule finishes deleting the
+contacts of a deleted list if the process stopped halfway through.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import apsw
 
@@ -24,24 +28,24 @@ LOOP = "retention"
 @dataclass(frozen=True)
 class Rule:
     name: str
-    # (connection, cutoff_ms, batch) -> rows removed
-    prune: Callable[[apsw.Connection, int, int], int]
+    # (connection, cutoff_ms, batch, now_ms) -> rows removed
+    prune: Callable[[apsw.Connection, int, int, int], int]
     age_days: Callable[[Settings], float]
 
 
-def _prune_payloads(conn: apsw.Connection, cutoff: int, batch: int) -> int:
+def _prune_payloads(conn: apsw.Connection, cutoff: int, batch: int, now: int) -> int:
     ids = [r[0] for r in conn.execute(
         "SELECT p.job_id FROM import_payloads p JOIN import_jobs j ON j.id = p.job_id"
         " WHERE p.received_at < ? AND j.state NOT IN ('DRAFT', 'RUNNING') LIMIT ?",
         (cutoff, batch))]
     for job_id in ids:
         conn.execute("DELETE FROM import_payloads WHERE job_id = ?", (job_id,))
-        conn.execute("UPDATE import_jobs SET payload_pruned_at = updated_at WHERE id = ?",
-                     (job_id,))
+        conn.execute("UPDATE import_jobs SET payload_pruned_at = ? WHERE id = ?",
+                     (now, job_id))
     return len(ids)
 
 
-def _prune_jobs(conn: apsw.Connection, cutoff: int, batch: int) -> int:
+def _prune_jobs(conn: apsw.Connection, cutoff: int, batch: int, now: int) -> int:
     ids = [r[0] for r in conn.execute(
         "SELECT id FROM import_jobs WHERE finished_at IS NOT NULL AND finished_at < ?"
         " AND state NOT IN ('DRAFT', 'RUNNING') LIMIT ?", (cutoff, batch))]
@@ -54,16 +58,28 @@ def _prune_jobs(conn: apsw.Connection, cutoff: int, batch: int) -> int:
     return removed
 
 
+def _deleted_list_contacts(conn: apsw.Connection, cutoff: int, batch: int, now: int) -> int:
+    from appliance.imports.contact_lists import delete_some_contacts
+
+    ids: list[Any] = conn.execute(
+        "SELECT id FROM lists WHERE deleted_at IS NOT NULL AND EXISTS"
+        " (SELECT 1 FROM contacts c WHERE c.list_id = lists.id) LIMIT 5").fetchall()
+    return sum(delete_some_contacts(conn, int(r[0]), batch) for r in ids)
+
+
 RULES: list[Rule] = [
     Rule("import_payloads", _prune_payloads, lambda s: s.imports.payload_retention_days),
     Rule("import_jobs", _prune_jobs, lambda s: s.imports.job_retention_days),
-    Rule("report_inbox", prune_inbox, lambda s: s.reports.inbox_retention_days),
-    Rule("raw_reports", prune_raw_reports, lambda s: s.reports.raw_retention_days),
+    Rule("report_inbox", lambda c, cut, b, now: prune_inbox(c, cut, b),
+         lambda s: s.reports.inbox_retention_days),
+    Rule("raw_reports", lambda c, cut, b, now: prune_raw_reports(c, cut, b),
+         lambda s: s.reports.raw_retention_days),
+    Rule("deleted_list_contacts", _deleted_list_contacts, lambda s: 0.0),
 ]
 
 
-def _prune(rule: Rule, cutoff: int, batch: int, conn: apsw.Connection) -> int:
-    return rule.prune(conn, cutoff, batch)
+def _prune(rule: Rule, cutoff: int, batch: int, now: int, conn: apsw.Connection) -> int:
+    return rule.prune(conn, cutoff, batch, now)
 
 
 class Retention:
@@ -75,8 +91,10 @@ class Retention:
     async def step(self) -> float | None:
         more = False
         for rule in RULES:
-            cutoff = self.appliance.now_ms() - int(rule.age_days(self.appliance.settings) * DAY_MS)
-            n = await self.appliance.store.writer.run(partial(_prune, rule, cutoff, self.batch))
+            now = self.appliance.now_ms()
+            cutoff = now - int(rule.age_days(self.appliance.settings) * DAY_MS)
+            n = await self.appliance.store.writer.run(
+                partial(_prune, rule, cutoff, self.batch, now))
             self.removed[rule.name] = self.removed.get(rule.name, 0) + n
             more = more or n >= self.batch
         return 0.05 if more else None

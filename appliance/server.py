@@ -1,7 +1,9 @@
 """Running the HTTP server and the scheduler in one process (APP-1), and stopping it.
 
 Start: refuse a second process on the data dir (``appliance.lock``) and a data dir
-an interrupted restore left behind; open (migrate) the database; serve.
+an interrupted restore left behind; take the listening socket (a busy port fails
+here, before the database is touched: see :func:`bind_socket`); open (migrate) the
+database; serve.
 
 SIGTERM (or SIGINT): stop accepting connections, let in-flight requests finish (up
 to half of ``shutdown_timeout_s``), let every scheduler loop finish its current step
@@ -15,12 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Generator
+from pathlib import Path
 from types import FrameType
 
 import uvicorn
@@ -40,6 +45,32 @@ from appliance.web.edge import edge_protocol, raise_open_files_limit
 
 log = logging.getLogger("appliance")
 WATCHDOG_GRACE_S = 5.0
+
+
+BACKLOG = 4096
+
+
+class PortInUse(RuntimeError):
+    """The address to listen on cannot be had (another process holds the port)."""
+
+
+def bind_socket(settings: Settings) -> socket.socket:
+    """The listening socket on ``host:port``, bound and listening now, so that a busy
+    port is refused before anything else starts (and no other process can take the
+    port between the check and the start)."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+    try:
+        sock.bind((settings.host, settings.port))
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        why = exc.strerror or str(exc)
+        if exc.errno == errno.EADDRINUSE:
+            why += " (another process is listening there; stop it or choose another --port)"
+        raise PortInUse(f"cannot listen on {settings.host}:{settings.port}: {why}") from None
+    return sock
 
 
 def uvicorn_config(app: object, settings: Settings) -> uvicorn.Config:
@@ -65,7 +96,7 @@ def uvicorn_config(app: object, settings: Settings) -> uvicorn.Config:
         # No connection cap: idle and slow sockets must not lock /healthz or
         # /callbacks/* out; requests in flight are capped in web/last_resort.py.
         limit_concurrency=None,
-        backlog=4096,
+        backlog=BACKLOG,
     )
 
 
@@ -127,10 +158,15 @@ def _secrets(settings: Settings) -> list[str]:
             if getattr(p, k)]
 
 
-def run_server(settings: Settings, appliance: Appliance | None = None) -> None:
-    """Serve until SIGTERM/SIGINT; then finish in-flight work and flush the writer."""
+def run_server(settings: Settings, appliance: Appliance | None = None, *,
+               sock: socket.socket | None = None, log_file: Path | None = None) -> None:
+    """Serve until SIGTERM/SIGINT; then finish in-flight work and flush the writer.
+
+    ``sock``: a listening socket already taken with :func:`bind_socket` (else it is
+    taken here); ``log_file``: write the logs there instead of stderr.
+    """
     setup_logging(settings.log_format, settings.log_level, settings.log_full_numbers,
-                  _secrets(settings))
+                  _secrets(settings), path=log_file)
     ensure_data_dir(settings)
     raise_open_files_limit()
     lock = DataDirLock(settings.data_dir)
@@ -139,6 +175,7 @@ def run_server(settings: Settings, appliance: Appliance | None = None) -> None:
         refusal = pending_restore(settings.data_dir)
         if refusal:
             raise DataDirLocked(refusal)
+        sock = sock or bind_socket(settings)
         appliance = appliance or Appliance(settings)
         appliance.open()
         try:
@@ -146,7 +183,7 @@ def run_server(settings: Settings, appliance: Appliance | None = None) -> None:
             app = build_app(appliance)
             server = ApplianceServer(uvicorn_config(app, settings), settings.shutdown_timeout_s)
             log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})
-            server.run()
+            server.run(sockets=[sock])
         finally:
             appliance.close()
             log.info("stopped cleanly")

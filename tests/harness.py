@@ -63,13 +63,20 @@ def wait_for(predicate: Callable[[], T | None], timeout: float = 30.0,
     raise AssertionError(f"timed out after {timeout}s waiting for {message} (last: {last!r})")
 
 
+def child_env() -> dict[str, str]:
+    """This process's environment for an appliance child, without the variables only the
+    tests read (``APPLIANCE_UPDATE_SCREENSHOTS``: the appliance refuses unknown
+    ``APPLIANCE_*`` settings)."""
+    return {k: v for k, v in os.environ.items() if k != "APPLIANCE_UPDATE_SCREENSHOTS"}
+
+
 def appliance_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "appliance", *args]
 
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None, input: bytes | None = None,
             check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, **(env or {})}
+    full_env = {**child_env(), **(env or {})}
     proc = subprocess.run(appliance_cmd(*args), env=full_env, input=input.decode() if input
                           else None, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
@@ -91,7 +98,7 @@ class Server:
                  extra_args: tuple[str, ...] = ()) -> None:
         self.data_dir = data_dir
         self.config = config
-        self.env = {**os.environ, "APPLIANCE_LOG_FORMAT": "json", **(env or {})}
+        self.env = {**child_env(), "APPLIANCE_LOG_FORMAT": "json", **(env or {})}
         self.command = command
         self.extra_args = extra_args
         self.port = free_port()

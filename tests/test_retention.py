@@ -30,6 +30,10 @@ def test_payloads_then_jobs_are_pruned_by_age_and_contacts_stay(
             wait_for(lambda: api.get(f"/api/jobs/{old}").json()["payload_pruned"], 30,
                      interval=0.1, message="old payload pruned")
             assert api.get(f"/api/jobs/{young}").json()["payload_pruned"] is False
+            # IMP-11: a pruned payload cannot be re-run; the answer says when it went.
+            gone = api.post(f"/api/jobs/{old}/rerun")
+            assert gone.status_code == 410
+            assert gone.json()["pruned_at"] == "2026-01-09T00:00:00.000Z"
             old_job = api.get(f"/api/jobs/{old}").json()
             assert (old_job["inserted"], old_job["rejected"]) == (1, 1)  # the summary stays
             assert api.get(f"/api/jobs/{old}/rejects.csv").text.count("\n") == 2

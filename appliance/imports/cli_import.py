@@ -3,28 +3,40 @@
 With a server running on the data dir, the job is queued in the database and the
 server's worker does it; this command only watches. Without one, this process
 runs the worker itself. Either way a second run of the same file is the same job.
+
+The account is the one named (``--account``), the one whose key is given
+(``--key``), or the only account there is; with several and none chosen, the
+command refuses and lists them (it never makes an account of its own).
+``--rerun JOB`` queues a new job over job JOB's stored payload instead of a file
+(IMP-11): the current parser reads it again, into the same list or ``--list``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sys
 import time
 from functools import partial
+from typing import Any
 
-import apsw
 import click
 
-from appliance.accounts import ensure_account
+from appliance.accounts import AccountChoice, choose_account
+from appliance.clock import iso
 from appliance.config import Settings
 from appliance.imports.accept import Refused, check_list_name, check_region, count_payload_lines
 from appliance.imports.import_job import (
     ImportJob,
+    JobStillRunning,
+    ListBeingDeleted,
     NewJob,
+    PayloadPruned,
     create_job,
     fallback_idempotency_key,
     get_job,
     payload_sha256,
+    rerun_job,
 )
 from appliance.imports.worker import ImportWorker
 from appliance.offline import OfflineAppliance
@@ -40,27 +52,64 @@ def _bar(job: ImportJob, started: float) -> str:
 
 
 def run_import(settings: Settings, data: bytes, list_name: str, region: str | None,
-               account_name: str) -> int:
+               account_name: str | None, key: str | None = None) -> int:
     try:
         name = check_list_name(list_name)
         region_code = check_region(region, settings.imports.default_region)
         total = count_payload_lines(data, settings.imports)
     except Refused as exc:
         raise click.ClickException(exc.message) from None
+    digest = payload_sha256(data)
+
+    def queue(conn: Any, account_id: int, now: int) -> ImportJob:
+        key = fallback_idempotency_key(account_id, name, region_code, digest)
+        new = NewJob(account_id, name, region_code, key, data, "text/plain", total, digest)
+        job, _ = create_job(conn, new, now)
+        return job
+
+    return _queue_and_follow(settings, account_name, key, queue)
+
+
+def run_rerun(settings: Settings, job_id: int, list_name: str | None,
+              account_name: str | None, key: str | None = None) -> int:
+    """``appliance import --rerun JOB``: a new job over job JOB's stored payload."""
+    target = None
+    if list_name is not None:
+        try:
+            target = check_list_name(list_name)
+        except Refused as exc:
+            raise click.ClickException(exc.message) from None
+    idempotency_key = f"rerun:{job_id}:{secrets.token_hex(8)}"
+
+    def queue(conn: Any, account_id: int, now: int) -> ImportJob:
+        job, _ = rerun_job(conn, job_id, account_id, target, idempotency_key, now)
+        return job
+
+    return _queue_and_follow(settings, account_name, key, queue)
+
+
+def _queue_and_follow(settings: Settings, account_name: str | None, key: str | None,
+                      queue: Any) -> int:
     opened = OfflineAppliance(settings)
     with opened as appliance:
         store = appliance.store
-
-        def queue(conn: apsw.Connection) -> ImportJob:
-            account = ensure_account(conn, account_name, appliance.now_ms())
-            digest = payload_sha256(data)
-            key = fallback_idempotency_key(account.id, name, region_code, digest)
-            new = NewJob(account.id, name, region_code, key, data, "text/plain", total, digest)
-            job, _ = create_job(conn, new, appliance.now_ms())
-            return job
-
-        job = store.writer.call(queue)
-        click.echo(f"job {job.id}: {job.total} lines into list {job.list_name!r}", err=True)
+        try:
+            account = store.readers.call(lambda c: choose_account(c, account_name, key))
+        except AccountChoice as exc:
+            raise click.ClickException(str(exc)) from None
+        try:
+            job = store.writer.call(lambda c: queue(c, account.id, appliance.now_ms()))
+        except LookupError as exc:
+            if isinstance(exc, PayloadPruned):
+                raise click.ClickException(
+                    f"job {exc.job_id}'s stored payload was pruned on {iso(exc.pruned_at)}"
+                    " ([import] payload_retention_days); import the file again") from None
+            raise click.ClickException(f"account {account.name!r} has no such job") from None
+        except (JobStillRunning, ListBeingDeleted) as exc:
+            raise click.ClickException(str(exc)) from None
+        again = f" (a re-run of job {job.rerun_of})" if job.rerun_of else ""
+        click.echo(f"job {job.id}: {job.total} lines into list {job.list_name!r} of account"
+                   f" {account.name!r}{again}", err=True)
         started = time.monotonic()
         tty = sys.stderr.isatty()
         worker = None if opened.server_running else ImportWorker(appliance)
@@ -94,4 +143,3 @@ def run_import(settings: Settings, data: bytes, list_name: str, region: str | No
     if job.rejected:
         click.echo(f"rejected lines: GET /api/jobs/{job.id}/rejects.csv", err=True)
     return 0 if job.state == "DONE" else 1
-

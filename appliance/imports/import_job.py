@@ -4,7 +4,9 @@ Every function here is a read unit or a write unit (a function of an apsw
 connection). :func:`apply_chunk` is the heart of IMP-4: the contacts of one chunk,
 its reject rows and the new position are written in one transaction, and the
 position update is guarded by the previous position so two workers can never
-advance the same job.
+advance the same job. :func:`rerun_job` (IMP-11) makes a new job over a finished
+job's stored payload (copied inside the database, never through Python), so the
+current parser reads it again, into the same list or another.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ JOB_COLUMNS = (
     "j.id, j.account_id, l.name, j.list_id, j.state, j.region, j.total, j.processed,"
     " j.text_offset, j.inserted, j.duplicates_in_paste, j.duplicates_in_list, j.rejected,"
     " j.blank, j.header_skipped, j.error, j.created_at, j.started_at, j.finished_at,"
-    " j.updated_at, j.payload_pruned_at"
+    " j.updated_at, j.payload_pruned_at, j.rerun_of"
 )
 
 
@@ -33,6 +35,23 @@ class IdempotencyConflict(ValueError):
 
 class JobMoved(RuntimeError):
     """The job's position was not where this worker expected: someone else moved it."""
+
+
+class JobStillRunning(ValueError):
+    """The job has not finished: it cannot be re-run yet."""
+
+
+class PayloadPruned(LookupError):
+    """The job's stored payload was removed by retention (IMP-10) at ``pruned_at``."""
+
+    def __init__(self, job_id: int, pruned_at: int) -> None:
+        super().__init__(f"the stored payload of job {job_id} was pruned")
+        self.job_id = job_id
+        self.pruned_at = pruned_at
+
+
+class ListBeingDeleted(ValueError):
+    """The list's contacts are being deleted; it cannot take an import until that ends."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,7 @@ class ImportJob:
     finished_at: int | None
     updated_at: int
     payload_pruned_at: int | None
+    rerun_of: int | None = None
 
     @property
     def duplicates(self) -> int:
@@ -143,16 +163,27 @@ def fallback_idempotency_key(account_id: int, list_name: str, region: str, diges
 
 
 def ensure_list(conn: apsw.Connection, account_id: int, name: str, now_ms: int) -> int:
+    """The id of the account's list ``name``, created if missing; a deleted list of that
+    name comes back (empty) once its contacts are gone."""
     conn.execute(
         "INSERT INTO lists (account_id, name, created_at) VALUES (?, ?, ?)"
         " ON CONFLICT (account_id, name) DO NOTHING",
         (account_id, name, now_ms),
     )
     row = conn.execute(
-        "SELECT id FROM lists WHERE account_id = ? AND name = ?", (account_id, name)
+        "SELECT id, deleted_at FROM lists WHERE account_id = ? AND name = ?",
+        (account_id, name),
     ).fetchone()
     assert row is not None
-    return int(row[0])
+    list_id = int(row[0])
+    if row[1] is not None:
+        left = conn.execute("SELECT 1 FROM contacts WHERE list_id = ? LIMIT 1",
+                            (list_id,)).fetchone()
+        if left is not None:
+            raise ListBeingDeleted(f"the list {name!r} is being deleted; try again in a moment")
+        conn.execute("UPDATE lists SET deleted_at = NULL, created_at = ? WHERE id = ?",
+                     (now_ms, list_id))
+    return list_id
 
 
 def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJob, bool]:
@@ -162,20 +193,10 @@ def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJ
     same key with anything else raises :class:`IdempotencyConflict`.
     """
     digest = new.payload_sha256
-    found = conn.execute(
-        "SELECT j.id, j.payload_sha256, l.name, j.region FROM import_jobs j"
-        " JOIN lists l ON l.id = j.list_id WHERE j.account_id = ? AND j.idempotency_key = ?",
-        (new.account_id, new.idempotency_key),
-    ).fetchone()
-    if found is not None:
-        if (found[1], found[2], found[3]) != (digest, new.list_name, new.region):
-            raise IdempotencyConflict(
-                "this Idempotency-Key was already used for a different submission"
-                f" (job {found[0]}); use a new key for a new list"
-            )
-        job = get_job(conn, int(found[0]), new.account_id)
-        assert job is not None
-        return job, False
+    same = _same_submission(conn, new.account_id, new.idempotency_key, digest,
+                            new.list_name, new.region)
+    if same is not None:
+        return same, False
     list_id = ensure_list(conn, new.account_id, new.list_name, now_ms)
     conn.execute(
         "INSERT INTO import_jobs (account_id, list_id, idempotency_key, payload_sha256, region,"
@@ -190,6 +211,70 @@ def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJ
         (job_id, new.content_type, new.payload, now_ms),
     )
     job = get_job(conn, job_id, new.account_id)
+    assert job is not None
+    return job, True
+
+
+def _same_submission(conn: apsw.Connection, account_id: int, key: str, digest: str,
+                     list_name: str, region: str) -> ImportJob | None:
+    """The job already made under ``key``, if it is this very submission; a key used
+    for another submission raises :class:`IdempotencyConflict`."""
+    found = conn.execute(
+        "SELECT j.id, j.payload_sha256, l.name, j.region FROM import_jobs j"
+        " JOIN lists l ON l.id = j.list_id WHERE j.account_id = ? AND j.idempotency_key = ?",
+        (account_id, key),
+    ).fetchone()
+    if found is None:
+        return None
+    if (found[1], found[2], found[3]) != (digest, list_name, region):
+        raise IdempotencyConflict(
+            "this Idempotency-Key was already used for a different submission"
+            f" (job {found[0]}); use a new key for a new list"
+        )
+    job = get_job(conn, int(found[0]), account_id)
+    assert job is not None
+    return job
+
+
+def rerun_job(conn: apsw.Connection, source_id: int, account_id: int, list_name: str | None,
+              idempotency_key: str, now_ms: int) -> tuple[ImportJob, bool]:
+    """Write unit (IMP-11): a new job over the stored payload of finished job
+    ``source_id``, into ``list_name`` (default: the source's list) with the source's
+    region; the worker parses it with the current parser. Returns (job, created now).
+
+    Raises ``LookupError`` (no such job of this account), :class:`JobStillRunning`,
+    :class:`PayloadPruned` (with the time retention removed it).
+    """
+    source = get_job(conn, source_id, account_id)
+    if source is None:
+        raise LookupError(f"no job {source_id}")
+    if source.state in ACTIVE_STATES:
+        raise JobStillRunning(f"job {source.id} is still {source.state}: let it finish first")
+    row = conn.execute(
+        "SELECT j.payload_sha256 FROM import_payloads p JOIN import_jobs j ON j.id = p.job_id"
+        " WHERE p.job_id = ?", (source.id,)).fetchone()
+    if row is None:
+        raise PayloadPruned(source.id, source.payload_pruned_at or source.updated_at)
+    digest = str(row[0])
+    target = list_name or source.list_name
+    same = _same_submission(conn, account_id, idempotency_key, digest, target, source.region)
+    if same is not None:
+        return same, False
+    list_id = ensure_list(conn, account_id, target, now_ms)
+    conn.execute(
+        "INSERT INTO import_jobs (account_id, list_id, idempotency_key, payload_sha256, region,"
+        " state, total, created_at, updated_at, rerun_of)"
+        " VALUES (?, ?, ?, ?, ?, 'DRAFT', ?, ?, ?, ?)",
+        (account_id, list_id, idempotency_key, digest, source.region, source.total,
+         now_ms, now_ms, source.id),
+    )
+    job_id = conn.last_insert_rowid()
+    conn.execute(
+        "INSERT INTO import_payloads (job_id, content_type, body, received_at)"
+        " SELECT ?, content_type, body, ? FROM import_payloads WHERE job_id = ?",
+        (job_id, now_ms, source.id),
+    )
+    job = get_job(conn, job_id, account_id)
     assert job is not None
     return job, True
 
@@ -314,7 +399,8 @@ def iter_rejects(conn: apsw.Connection, job_id: int) -> Iterator[tuple[int, str,
 def list_summary(conn: apsw.Connection, account_id: int, name: str) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT l.id, l.name, l.created_at, (SELECT count(*) FROM contacts c"
-        " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? AND l.name = ?",
+        " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? AND l.name = ?"
+        " AND l.deleted_at IS NULL",
         (account_id, name),
     ).fetchone()
     if row is None:
@@ -325,7 +411,8 @@ def list_summary(conn: apsw.Connection, account_id: int, name: str) -> dict[str,
 def list_lists(conn: apsw.Connection, account_id: int) -> list[dict[str, Any]]:
     rows: list[Any] = conn.execute(
         "SELECT l.id, l.name, l.created_at, (SELECT count(*) FROM contacts c"
-        " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? ORDER BY l.name",
+        " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? AND l.deleted_at IS NULL"
+        " ORDER BY l.name",
         (account_id,),
     ).fetchall()
     return [{"id": r[0], "name": r[1], "created_at": r[2], "contacts": r[3]} for r in rows]

@@ -55,6 +55,7 @@ __all__ = [
     "Line",
     "ParseError",
     "PayloadEncodingError",
+    "cells_of",
     "count_lines",
     "decode_payload",
     "iter_lines",
@@ -276,6 +277,17 @@ def parse_line(text: str) -> Entry | ParseError | None:
             name = cell
             break
     return Entry(cells[index], name)
+
+
+def cells_of(text: str) -> list[str]:
+    """The cells :func:`parse_line` reads ``text`` as (for showing a preview); [] for a
+    line it refuses."""
+    if len(text) > MAX_LINE_LENGTH or _CONTROL.search(text) is not None:
+        return []
+    if _SPECIAL.search(text) is None:
+        return [text.strip()] if text.strip() else []
+    split = _cells(text)
+    return [] if isinstance(split, ParseError) else split[0]
 
 
 def looks_like_header(text: str) -> bool:

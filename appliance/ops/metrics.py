@@ -69,31 +69,28 @@ def _grouped(conn: apsw.Connection, sql: str) -> dict[str, int]:
 
 
 def read_snapshot(conn: apsw.Connection, appliance: Appliance, now_ms: int) -> DbSnapshot:
+    """Every number of one scrape (a read unit: one snapshot, see ``store.readers``)."""
     settings = appliance.settings
     a = settings.alerts
-    conn.execute("BEGIN")  # one snapshot for every number of this scrape
-    try:
-        snap = DbSnapshot(
-            jobs=_grouped(conn, "SELECT state, count(*) FROM import_jobs GROUP BY state"),
-            messages=_grouped(conn, "SELECT state, count(*) FROM messages GROUP BY state"),
-            reports=_grouped(conn, "SELECT COALESCE(outcome, 'WAITING'), count(*)"
-                                   " FROM report_inbox GROUP BY 1"),
-            raw_reports=_grouped(conn, "SELECT CASE parsed WHEN 1 THEN 'parsed'"
-                                       " ELSE 'quarantined' END, count(*)"
-                                       " FROM raw_reports GROUP BY 1"),
-        )
-        health = inbox_health(conn, now_ms)
-        snap.inbox_waiting = health.waiting
-        snap.inbox_oldest_age_s = health.oldest_age_s
-        cov = coverage(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours)
-        snap.coverage_pct = cov.coverage_pct
-        snap.delivered_pct = cov.delivered_pct
-        snap.window_messages = cov.total
-        snap.overdue = overdue(conn, now_ms, settings.sending.delivery_window_hours,
-                               a.coverage_window_hours)
-        snap.alerts = evaluate(conn, settings, now_ms) + ops_alerts(conn, settings, now_ms)
-    finally:
-        conn.execute("COMMIT")
+    snap = DbSnapshot(
+        jobs=_grouped(conn, "SELECT state, count(*) FROM import_jobs GROUP BY state"),
+        messages=_grouped(conn, "SELECT state, count(*) FROM messages GROUP BY state"),
+        reports=_grouped(conn, "SELECT COALESCE(outcome, 'WAITING'), count(*)"
+                               " FROM report_inbox GROUP BY 1"),
+        raw_reports=_grouped(conn, "SELECT CASE parsed WHEN 1 THEN 'parsed'"
+                                   " ELSE 'quarantined' END, count(*)"
+                                   " FROM raw_reports GROUP BY 1"),
+    )
+    health = inbox_health(conn, now_ms)
+    snap.inbox_waiting = health.waiting
+    snap.inbox_oldest_age_s = health.oldest_age_s
+    cov = coverage(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours)
+    snap.coverage_pct = cov.coverage_pct
+    snap.delivered_pct = cov.delivered_pct
+    snap.window_messages = cov.total
+    snap.overdue = overdue(conn, now_ms, settings.sending.delivery_window_hours,
+                           a.coverage_window_hours)
+    snap.alerts = evaluate(conn, settings, now_ms) + ops_alerts(conn, settings, now_ms)
     return snap
 
 

@@ -1,5 +1,12 @@
-"""One summary of report health: what ``/api/stats`` answers and ``appliance doctor``
-prints (DLR-9, 10, 11)."""
+"""One summary of report health: what ``/api/stats`` answers, the dashboard shows and
+``appliance doctor`` prints (DLR-9, 10, 11).
+
+The settled window (``[now - window, now - settle]``) is the number to defend: its
+reports have had time to arrive. ``live`` is the same question asked of the messages
+created since (``[now - settle, now]``), with ``still_due`` of them still within their
+delivery window, so a fresh appliance (or the demo) shows figures moving at once;
+``live_by_hour`` are its hours, for the chart. One read unit, so one snapshot.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from appliance.reports.coverage import (
     as_json,
     coverage_of,
     inbox_health,
+    live_by_hour,
     open_by_hour,
     overdue,
 )
@@ -29,6 +37,8 @@ def summary(conn: apsw.Connection, settings: Settings, now_ms: int,
     hours = open_by_hour(conn, now_ms, a.coverage_window_hours, a.coverage_settle_hours,
                          account_id)
     cov = coverage_of(hours, now_ms, a.coverage_window_hours, a.coverage_settle_hours)
+    live, live_hours = live_by_hour(conn, now_ms, a.coverage_settle_hours,
+                                    settings.sending.delivery_window_hours, account_id)
     health = inbox_health(conn, now_ms)
     late = overdue(conn, now_ms, settings.sending.delivery_window_hours,
                    a.coverage_window_hours, account_id)
@@ -45,11 +55,17 @@ def summary(conn: apsw.Connection, settings: Settings, now_ms: int,
             "finalised": cov.finalised,
             "delivered": cov.delivered,
         },
+        "live": live.as_json(),
         "inbox": as_json(health),
         "overdue": late,
         "open_by_hour": [
             {"hour": iso(h.hour), "still_open": h.still_open, "total": h.total}
             for h in hours
+        ],
+        "live_window": {"from": iso(live.start), "to": iso(live.end)},
+        "live_by_hour": [
+            {"hour": iso(h.hour), "still_open": h.still_open, "total": h.total}
+            for h in live_hours
         ],
         "alerts": [asdict(x) for x in alerts],
         "at": iso(now_ms),

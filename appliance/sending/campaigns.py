@@ -137,7 +137,8 @@ def create_campaign(conn: apsw.Connection, new: NewCampaign,
                     now_ms: int) -> tuple[Campaign, bool]:
     """Write the campaign row (a write unit); the same key gives back the same campaign."""
     lst = conn.execute(
-        "SELECT id FROM lists WHERE account_id = ? AND name = ?", (new.account_id, new.list_name)
+        "SELECT id FROM lists WHERE account_id = ? AND name = ? AND deleted_at IS NULL",
+        (new.account_id, new.list_name)
     ).fetchone()
     if lst is None:
         raise NoSuchList(f"no list named {new.list_name!r}")

@@ -276,7 +276,11 @@ class Simulator:
             self._in_sequence(in_order, self._delay_s())
         if b.early_reports and rng.random() < b.early_reports:
             for receipt in now:
-                await self._push(receipt, inline=True)
+                # Pushed before the submission is answered, once: a receipt that does
+                # not get through is retried in the background (as a provider's
+                # webhook queue does), so the submission's answer never waits on it.
+                if not await self._push(receipt, inline=True, tries=1):
+                    self._later(receipt, 0.2)
         else:
             delay = self._delay_s()
             for i, receipt in enumerate(now):
@@ -332,15 +336,18 @@ class Simulator:
 
         self._spawn(run())
 
-    async def _push(self, receipt: Receipt, inline: bool, counted: bool = False) -> None:
-        """Deliver one receipt, retrying on errors and non-2xx answers."""
+    async def _push(self, receipt: Receipt, inline: bool, counted: bool = False,
+                    tries: int | None = None) -> bool:
+        """Deliver one receipt, retrying on errors and non-2xx answers (``tries`` times,
+        default ``report_retries``); whether it was taken."""
         if inline and not counted:
             self.pending += 1
         b = self.behaviour
         idle = self.idle_clients()
         delay = 0.2
+        attempts = max(1, b.report_retries if tries is None else tries)
         try:
-            for _ in range(max(1, b.report_retries)):
+            for attempt in range(attempts):
                 self.reports_pushed += 1
                 client = await idle.get()
                 try:
@@ -362,10 +369,13 @@ class Simulator:
                             if not stats.finals_waiting and not stats.final_acked:
                                 stats.final_acked = True
                                 self.last_final_report_ms = self.last_report_ms
-                    return
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-            self.reports_given_up += 1
+                    return True
+                if attempt + 1 < attempts:
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+            if tries is None:
+                self.reports_given_up += 1
+            return False
         finally:
             self.pending -= 1
 

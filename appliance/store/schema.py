@@ -13,7 +13,7 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -71,10 +71,18 @@ def _reject_line_length(conn: apsw.Connection) -> None:
     conn.execute("UPDATE import_rejects SET line_length = length(line)")
 
 
+def _lists_deleted_and_job_reruns(conn: apsw.Connection) -> None:
+    """4: ``lists.deleted_at`` (deleting a list from the console) and
+    ``import_jobs.rerun_of`` (IMP-11: re-running an import from its stored payload)."""
+    conn.execute("ALTER TABLE lists ADD COLUMN deleted_at INTEGER")
+    conn.execute("ALTER TABLE import_jobs ADD COLUMN rerun_of INTEGER")
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
     3: _reject_line_length,
+    4: _lists_deleted_and_job_reruns,
 }
 
 

@@ -2,7 +2,9 @@
 
 The accept side (IMP-1, 2, 3, 11) only authenticates, streams the body under a byte
 limit, counts lines, stores the payload as received and answers ``202``. All
-parsing happens later in the import worker.
+parsing happens later in the import worker. ``POST /api/jobs/{id}/rerun`` (IMP-11)
+queues a new job over a finished job's stored payload, so the current parser reads
+it again (into another list with ``{"list"}``); ``410`` once retention pruned it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from appliance.imports.accept import (
 from appliance.imports.import_job import (
     IdempotencyConflict,
     ImportJob,
+    JobStillRunning,
+    ListBeingDeleted,
     NewJob,
+    PayloadPruned,
     cancel_job,
     create_job,
     fallback_idempotency_key,
@@ -38,8 +43,10 @@ from appliance.imports.import_job import (
     list_lists,
     list_summary,
     payload_sha256,
+    rerun_job,
 )
 from appliance.ops.storage import below_reserve
+from appliance.sending.refs import new_ref
 from appliance.service import Appliance
 from appliance.web.auth import require_account
 from appliance.web.bodies import Watch, read_bounded
@@ -97,6 +104,8 @@ def job_json(job: ImportJob) -> dict[str, Any]:
         "finished_at": iso(job.finished_at),
         "updated_at": iso(job.updated_at),
         "payload_pruned": job.payload_pruned_at is not None,
+        "payload_pruned_at": iso(job.payload_pruned_at),
+        "rerun_of": job.rerun_of,
         "poll": f"/api/jobs/{job.id}",
         "rejects_url": f"/api/jobs/{job.id}/rejects.csv",
     }
@@ -166,14 +175,7 @@ async def import_contacts(request: Request) -> Response:
         total, digest = await anyio.to_thread.run_sync(examine)
     except Refused as exc:
         raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
-    key = request.headers.get("idempotency-key")
-    if key is not None:
-        key = key.strip()
-        if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
-            raise ApiError(
-                400, "invalid_idempotency_key",
-                f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters",
-            )
+    key = idempotency_key_of(request)
     ours = key is None
     if key is None:
         key = fallback_idempotency_key(account.id, name, region, digest)
@@ -191,11 +193,71 @@ async def import_contacts(request: Request) -> Response:
                            "this submission could not be told apart from an earlier one;"
                            " send it with an Idempotency-Key") from None
         raise ApiError(422, "idempotency_key_reused", str(exc)) from None
+    except ListBeingDeleted as exc:
+        raise ApiError(409, "list_being_deleted", str(exc)) from None
     appliance.scheduler.wake("imports")
     return JSONResponse(
         {"jobId": job.id, "total": job.total, "poll": f"/api/jobs/{job.id}", "state": job.state},
         status_code=202,
     )
+
+
+def idempotency_key_of(request: Request) -> str | None:
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    key = key.strip()
+    if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
+        raise ApiError(
+            400, "invalid_idempotency_key",
+            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters",
+        )
+    return key
+
+
+async def queue_rerun(appliance: Appliance, account_id: int, job_id: int,
+                      list_name: str | None, key: str | None) -> tuple[ImportJob, bool]:
+    """A re-run of job ``job_id`` (the API's and the console's), or the ApiError to answer."""
+    key = key or f"rerun:{job_id}:{new_ref(appliance.now_ms())}"
+    try:
+        job, created = await appliance.store.writer.run(
+            lambda c: rerun_job(c, job_id, account_id, list_name, key, appliance.now_ms()))
+    except PayloadPruned as exc:
+        raise ApiError(
+            410, "payload_pruned",
+            f"the stored payload of job {exc.job_id} was pruned on {iso(exc.pruned_at)}"
+            " (retention: [import] payload_retention_days); import the list again",
+            pruned_at=iso(exc.pruned_at)) from None
+    except LookupError:
+        raise not_found("job") from None
+    except JobStillRunning as exc:
+        raise ApiError(409, "job_running", str(exc)) from None
+    except IdempotencyConflict as exc:
+        raise ApiError(422, "idempotency_key_reused", str(exc)) from None
+    except ListBeingDeleted as exc:
+        raise ApiError(409, "list_being_deleted", str(exc)) from None
+    if created:
+        appliance.scheduler.wake("imports")
+    return job, created
+
+
+async def rerun(request: Request) -> Response:
+    account = await require_account(request)
+    appliance = _appliance(request)
+    job_id = _job_id(request)
+    body = await read_limited(request, 64 * 1024)
+    list_name = None
+    if body.strip():
+        data = parse_json_object(body)
+        if data.get("list") is not None:
+            try:
+                list_name = check_list_name(data["list"])
+            except Refused as exc:
+                raise ApiError(exc.status, exc.error, exc.message) from None
+    job, _ = await queue_rerun(appliance, account.id, job_id, list_name,
+                               idempotency_key_of(request))
+    return JSONResponse({"jobId": job.id, "rerun_of": job.rerun_of, "total": job.total,
+                         "poll": f"/api/jobs/{job.id}", "state": job.state}, status_code=202)
 
 
 def _job_id(request: Request) -> int:
@@ -282,6 +344,7 @@ def routes() -> list[BaseRoute]:
         Route("/api/jobs", jobs, methods=["GET"]),
         Route("/api/jobs/{job_id}", show_job, methods=["GET"]),
         Route("/api/jobs/{job_id}/cancel", cancel, methods=["POST"]),
+        Route("/api/jobs/{job_id}/rerun", rerun, methods=["POST"]),
         Route("/api/jobs/{job_id}/rejects.csv", rejects_csv, methods=["GET"]),
         Route("/api/lists", lists, methods=["GET"]),
         Route("/api/lists/{name}", show_list, methods=["GET"]),

@@ -50,11 +50,14 @@ def all_routes() -> list[BaseRoute]:
 def build_app(appliance: Appliance) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from appliance.web.callbacks import UNKNOWN_REPORT
+
         await appliance.start()
         try:
             yield
         finally:
             await appliance.stop()
+            UNKNOWN_REPORT.flush()
 
     from appliance.ops.metrics import metrics_for
     from appliance.ops.request_middleware import RequestMiddleware

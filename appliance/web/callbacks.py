@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.config import ConfigError
+from appliance.logs import SampledLine
 from appliance.ops.metrics import metrics_for
 from appliance.providers import AuthError, CallbackRequest, ReportParseError
 from appliance.reports.apply import receive
@@ -31,6 +32,9 @@ from appliance.web.bodies import read_bounded
 
 log = logging.getLogger("appliance.callbacks")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# The line the field note counts: a report whose message we cannot match yet. Under a
+# race there are thousands a minute, so each provider's are summed up every 10 s.
+UNKNOWN_REPORT = SampledLine(log, "unknown report", interval_s=10.0, detail_key="ref")
 
 
 def _refused(status: int, error: str, message: str) -> Response:
@@ -97,9 +101,8 @@ async def callback(request: Request) -> Response:
         return JSONResponse({"error": "not_stored", "message": "try again"}, status_code=503,
                             headers={"Retry-After": "5"})
     for ref in receipt.waiting:
-        # The line the field note counts: a report whose message we cannot match yet.
-        # It is kept in the inbox; the reconciler applies it when the message appears.
-        log.info("unknown report", extra={"ref": ref, "provider": name})
+        # Kept in the inbox; the reconciler applies it when the message appears.
+        UNKNOWN_REPORT.note(name, ref, provider=name)
     if receipt.error is not None:
         log.warning("callback %s from %s kept raw, not interpreted: %s", receipt.raw_id, name,
                     receipt.error)

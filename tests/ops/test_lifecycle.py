@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import Server, appliance_cmd, create_account, run_cli, wait_for
+from tests.harness import Server, appliance_cmd, create_account, free_port, run_cli, wait_for
 from tests.ops.load import ReportFlood, numbers, read_db
 from tests.reports.support import http_provider_config
 
@@ -68,6 +68,56 @@ def test_sigterm_during_a_report_flood_loses_no_acknowledged_report(
         flood2.stop()
     finally:
         srv.stop()
+
+
+@pytest.mark.slow
+def test_sigterm_while_a_campaign_sends_exits_within_3_s_and_records_every_batch(
+        tmp_path: Path, data_dir: Path) -> None:
+    """The provider pushes its receipts before it answers (the race); stopping must not
+    wait on receipts our stopped server can no longer take."""
+    sim_port = free_port()
+    sim_log = tmp_path / "simulator.log"
+    with open(sim_log, "wb") as sim_out:
+        sim = subprocess.Popen(appliance_cmd("simulator", "--port", str(sim_port),
+                                             "--early-reports", "1", "--delay-max-ms", "200"),
+                               stdout=sim_out, stderr=subprocess.STDOUT)
+    config = tmp_path / "appliance.toml"
+    config.write_text(f'[providers.sim]\nkind = "simulator"\n'
+                      f'base_url = "http://127.0.0.1:{sim_port}"\nrate_per_s = 200\n')
+    srv = Server(data_dir, config=config)
+    try:
+        wait_for(lambda: _listening(sim_port), 30, message="the simulator")
+        srv.start()
+        key = create_account(data_dir)
+        with srv.client(key) as api:
+            job = api.post("/api/contacts/import", json={"list": "c",
+                                                         "text": numbers(0, 3000)}).json()
+            wait_for(lambda: api.get(f"/api/jobs/{job['jobId']}").json()["state"] == "DONE",
+                     30, message="the import")
+            made = api.post("/api/campaigns", json={"list": "c", "body": "hi"}).json()
+            wait_for(lambda: (lambda c: c["finalised"] > 200 and c["counts"].get("QUEUED"))(
+                api.get(f"/api/campaigns/{made['campaignId']}").json()), 60, interval=0.1,
+                message="the campaign under way")
+        started = time.monotonic()
+        assert srv.terminate(timeout=30) == 0
+        took = time.monotonic() - started
+    finally:
+        srv.stop()
+        sim.terminate()
+        sim.wait(10)
+    assert took < 3.0, took
+    log = srv.log()
+    assert "stopped cleanly" in log and "Traceback" not in log
+    # Every batch that was in flight had its outcomes recorded before the exit.
+    assert read_db(data_dir, "SELECT count(*) FROM messages WHERE state = 'SENDING'") == [(0,)]
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def test_a_second_server_on_the_same_data_dir_refuses(server: Server) -> None:

@@ -179,7 +179,7 @@ signature_method = "sha256"
 
 def db(server: Server) -> apsw.Connection:
     conn = apsw.Connection(str(server.data_dir / "appliance.db"))
-    conn.set_busy_timeout(5000)
+    conn.set_busy_timeout(30000)  # beside a live writer on a busy machine
     return conn
 
 

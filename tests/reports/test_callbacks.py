@@ -99,6 +99,22 @@ def test_a_report_for_an_unknown_ref_is_answered_2xx_and_survives_kill_9(
         assert api.get("/api/stats").json()["inbox"]["waiting"] == 1
 
 
+def test_a_burst_of_unknown_reports_is_one_line_and_one_sum_not_a_line_each(
+        gw_server: Server) -> None:
+    with gw_server.client() as client:
+        for i in range(60):
+            assert post_report(client, {"ref": f"BURST-{i}", "status": "delivered",
+                                        "reported_at": iso(T0)}).status_code == 200
+    assert gw_server.terminate() == 0  # the summary of the open interval is written on stop
+    unknown = [json.loads(line) for line in gw_server.log().splitlines()
+               if '"unknown report"' in line]
+    assert len(unknown) <= 3, unknown
+    assert unknown[0]["ref"] == "BURST-0" and unknown[0]["count"] == 1
+    # Adding up the counts still gives every report left waiting.
+    assert sum(u["count"] for u in unknown) == 60
+    assert all(u["provider"] == "gw" for u in unknown)
+
+
 @pytest.mark.slow
 def test_kill_9_during_a_report_flood_loses_no_acknowledged_report(
         data_dir: Path, tmp_path: Path) -> None:

@@ -131,3 +131,29 @@ def test_retention_prunes_unmatched_reports_and_raw_callbacks_by_receive_time(
     left = {r["ref"]: r["outcome"] for r in store.readers.call(inbox_rows)}
     assert left == {"kept": "APPLIED", "recent": None}  # history stays, raw may go
     assert store.readers.call(lambda c: message(c, "kept"))["state"] == "DELIVERED"
+
+
+def test_live_figures_cover_the_settle_time_the_settled_window_leaves_out(store: Store) -> None:
+    from appliance.reports.coverage import live_by_hour
+    from appliance.reports.summary import summary
+
+    acct = store.writer.call(add_account)
+    store.writer.call(adding(acct, "settled", "DELIVERED", NOW - 10 * HOUR))
+    recent = ["DELIVERED", "DELIVERED", "FAILED", "SUBMITTED", "QUEUED", "UNKNOWN"]
+    for i, state in enumerate(recent):
+        store.writer.call(adding(acct, f"r{i}", state, NOW - HOUR - i * 60_000))
+    store.writer.call(adding(acct, "now", "SUBMITTED", NOW))
+    live, hours = store.readers.call(lambda c: live_by_hour(c, NOW, 6, 72, acct))
+    # Everything created in [now - 6 h, now]: finals the provider reported, and the
+    # open ones still within their delivery window (UNKNOWN is neither).
+    assert (live.messages, live.finalised, live.delivered, live.still_due) == (7, 3, 2, 3)
+    assert live.as_json() == {"messages": 7, "finalised": 3, "coverage_pct": 42.86,
+                              "delivered_pct": 28.57, "still_due": 3}
+    assert sum(h.total for h in hours) == 7
+    data = store.readers.call(lambda c: summary(c, Settings(), NOW, acct))
+    assert data["window"]["total"] == 1 and data["coverage_pct"] == 100.0
+    assert data["live"] == live.as_json()
+    assert sum(h["total"] for h in data["live_by_hour"]) == 7
+    # No settle time: no live figures, everything is in the settled window.
+    empty, _ = store.readers.call(lambda c: live_by_hour(c, NOW, 0, 72, acct))
+    assert (empty.messages, empty.coverage_pct) == (0, None)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from appliance.web.csv_export import spreadsheet_safe
@@ -264,14 +265,17 @@ def test_a_campaign_through_the_simulator_reaches_full_coverage(
     page.wait_for_selector("[data-campaign-coverage]:has-text('100.0 %')", timeout=60_000)
     assert page.inner_text("tr[data-state=DELIVERED] [data-state-count]") != "0"
 
+    assert page.inner_text("[data-phase]") == "DONE"
+    assert "data-refresh" not in page.content()  # nothing can change: no more reloads
+    page.screenshot(path=str(shots / "campaign.png"))
+
     page.goto(console.url + "/dashboard")
     assert page.inner_text("[data-coverage]") == "100.0 %"
     assert "%" in page.inner_text("[data-delivered]")
     assert page.locator("svg.chart rect.total").count() >= 1
     assert page.get_attribute("[data-alert=coverage_low]", "data-firing") == "no"
-    page.screenshot(path=str(shots / "dashboard.png"))
     assert all(0 < (shots / f).stat().st_size < 250_000 for f in
-               ("import-progress.png", "import-report.png", "dashboard.png"))
+               ("import-progress.png", "import-report.png", "campaign.png"))
 
     page.goto(console.url + "/messages?q=" + numbers[0].replace(" ", ""))
     page.click("table a[href^='/messages?q=']")
@@ -289,3 +293,82 @@ def test_sign_out_then_pages_need_a_session(page: Any, console: Server) -> None:
     page.fill("#password", PASSWORD)
     page.click("form[action='/login'] button[type=submit]")
     page.wait_for_url(console.url + "/dashboard")
+
+
+def test_a_list_is_searched_exported_and_deleted_after_a_confirmation_stating_the_count(
+        page: Any, console: Server, shots: Path) -> None:
+    numbers = [f"0536 000 {i:02d} {i % 7}{i % 10}, Müşteri {i}" for i in range(60)]
+    sign_in(page, console)
+    page.fill("#new_list", "browse")
+    paste(page, "#text", "\n".join(numbers))
+    page.click("[data-submit]")
+    page.wait_for_selector("#report-title:has-text('Report')")
+    page.goto(console.url + "/lists")
+    page.click("tr[data-list='browse'] td a")
+    assert page.inner_text("[data-list-count]") == "60"
+
+    page.fill("#q", "0536 000 12 52")
+    page.click("form[role=search] button")
+    assert page.locator("tr[data-contact]").count() == 1
+    assert page.get_attribute("tr[data-contact]", "data-contact") == "+905360001252"
+    page.fill("#q", "Müşteri 5")
+    page.click("form[role=search] button")
+    assert page.locator("tr[data-contact]").count() == 11  # 5 and 50..59
+    page.click("text=Show all")
+    page.screenshot(path=str(shots / "list.png"))
+
+    with page.expect_download() as download:
+        page.click("[data-export]")
+    with open(download.value.path(), newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["msisdn", "name", "added_at"] and len(rows) == 61
+    assert ["+905360001252", "Müşteri 12"] in [r[:2] for r in rows]
+
+    page.click("tr[data-contact='+905360001252'] [data-delete-contact]")
+    assert page.inner_text("[data-delete-count]") == "This deletes 1 contact from the list browse"
+    page.click("[data-confirm-delete]")
+    assert "Deleted 1 contact" in page.inner_text("main")
+    assert page.inner_text("[data-list-count]") == "59"
+
+    page.click("[data-delete-list]")
+    heading = page.inner_text("[data-delete-count]")
+    assert heading == "This deletes the list browse and its 59 contacts"
+    page.click("[data-confirm-delete]")
+    page.wait_for_url(re.compile(r"/lists\?deleted="))
+    assert "Deleted the list browse and its 59 contacts" in page.inner_text("[data-deleted-note]")
+    assert page.locator("tr[data-list='browse']").count() == 0
+
+
+def test_a_key_revoked_in_the_console_is_refused_at_once(page: Any, console: Server) -> None:
+    sign_in(page, console, "/keys")
+    page.click("[data-create-key]")
+    key = page.inner_text("[data-new-key]").strip()
+    assert key.startswith("apl_")
+    with httpx.Client(base_url=console.url, headers={"Authorization": f"Bearer {key}"},
+                      timeout=10) as api:
+        assert api.get("/api/jobs").status_code == 200
+        page.goto(console.url + "/keys")
+        assert key not in page.content()  # shown once, never again
+        page.click(f"tr[data-key='{key[:8]}'] [data-revoke]")
+        page.click("[data-confirm-revoke]")
+        page.wait_for_selector("[data-revoked-note]")
+        assert api.get("/api/jobs").status_code == 401  # the next request after the click
+    assert "REVOKED" in page.inner_text(f"tr[data-key='{key[:8]}'] [data-key-state]")
+
+
+def test_the_import_preview_shows_columns_and_outcomes_before_anything_is_stored(
+        page: Any, console: Server, shots: Path) -> None:
+    sign_in(page, console)
+    page.fill("#new_list", "preview-only")
+    paste(page, "#text", "telefon;ad;şehir\n0532 111 22 33;Ayşe;İzmir\n\nnot a number\n"
+                         "+90 532 444 55 66;Mehmet;Ankara\n")
+    page.wait_for_selector("[data-preview] table.preview-table")
+    rows = page.locator("[data-preview] tbody tr")
+    assert rows.count() == 4
+    assert "header row: skipped" in rows.nth(0).inner_text()
+    assert "+905321112233" in rows.nth(1).inner_text() and "Ayşe" in rows.nth(1).inner_text()
+    assert "rejected" in rows.nth(2).inner_text()
+    assert page.locator("[data-preview] thead th").count() == 1 + 3 + 3  # line, 3 columns, 3
+    page.screenshot(path=str(shots / "import-preview.png"))
+    page.goto(console.url + "/lists")
+    assert "preview-only" not in page.inner_text("main")

@@ -27,7 +27,9 @@ from tests.web.console_support import (
 )
 
 PAGES = ["/", "/import", "/lists", "/jobs/1", "/jobs/1.json", "/jobs/1/rejects.csv", "/send",
-         "/campaigns/1", "/dashboard", "/messages?q=x", "/logout"]
+         "/campaigns/1", "/dashboard", "/dashboard/figures", "/messages?q=x",
+         "/messages?state=QUEUED", "/logout", "/lists/1", "/lists/1/export.csv",
+         "/lists/1/delete", "/inbox", "/keys", "/keys/1/revoke"]
 MAX_ROWS = 500
 
 
@@ -416,3 +418,183 @@ def test_the_confirmation_states_messages_parts_and_why_ucs2(server: Server) -> 
         shown = html.unescape(client.get(sent.headers["location"]).text)
         assert "UCS-2 (because of 'ş')" in shown
         assert re.search(r"<dt>Parts</dt><dd><small data-message-parts>2</small>", shown)
+
+
+def _job_of(answer: httpx.Response) -> int:
+    return int(answer.headers["location"].rsplit("/", 1)[1].split("?")[0])
+
+
+def _list_id(client: httpx.Client, name: str) -> int:
+    found = re.search(r'<tr data-list="' + re.escape(name) + r'"><td><a href="/lists/(\d+)"',
+                      client.get("/lists").text)
+    assert found, f"no list {name} on /lists"
+    return int(found.group(1))
+
+
+def test_a_list_is_browsed_searched_exported_and_deleted_with_its_count_stated(
+        console: tuple[Server, str]) -> None:
+    server, key = console
+    lines = [f"+90 534 {i:03d} 00 00, Name {i}" for i in range(150)] + ["+90534999 00 00,=1+2"]
+    with sign_in(server) as client:
+        wait_job(client, _job_of(submit(client, "\n".join(lines), "browse-me")))
+        list_id = _list_id(client, "browse-me")
+        first = client.get(f"/lists/{list_id}").text
+        assert first.count("<tr data-contact=") == 100 and "data-list-count>151<" in first
+        after = re.search(r'href="/lists/\d+\?after=(\d+)" data-next', first)
+        assert after
+        rest = client.get(f"/lists/{list_id}", params={"after": after.group(1)}).text
+        assert rest.count("<tr data-contact=") == 51 and "data-next" not in rest
+        exact = client.get(f"/lists/{list_id}", params={"q": "0534 007 00 00"}).text
+        assert re.findall(r'data-contact="([^"]+)"', exact) == ["+905340070000"]
+        named = client.get(f"/lists/{list_id}", params={"q": "Name 14"}).text
+        assert named.count("<tr data-contact=") == 11  # Name 14, Name 140..149
+
+        export = client.get(f"/lists/{list_id}/export.csv")
+        assert export.status_code == 200 and "attachment" in export.headers["content-disposition"]
+        rows = list(csv.reader(io.StringIO(export.text)))
+        assert rows[0] == ["msisdn", "name", "added_at"] and len(rows) == 152
+        assert rows[-1][:2] == ["+905349990000", "'=1+2"]  # a formula name is neutralised
+        assert {r[0] for r in rows[1:]} == {r[0] for r in db_rows(
+            server, "SELECT msisdn FROM contacts WHERE list_id = ?", (list_id,))}
+
+        contact = db_rows(server, "SELECT id FROM contacts WHERE list_id = ? AND msisdn ="
+                                  " '+905340070000'", (list_id,))[0][0]
+        ask = client.get(f"/lists/{list_id}/delete", params={"contact": contact}).text
+        assert 'data-delete-count="1"' in ask and "+905340070000" in ask
+        token = csrf_of(ask)
+        gone = client.post(f"/lists/{list_id}/delete", data={"csrf_token": token,
+                                                             "contact": str(contact)})
+        assert gone.status_code == 303 and gone.headers["location"].endswith("deleted=1")
+
+        ask = client.get(f"/lists/{list_id}/delete").text
+        assert 'data-delete-count="150"' in ask and "its 150 contacts" in ask
+        stale = client.post(f"/lists/{list_id}/delete", data={"csrf_token": token,
+                                                              "expected": "151"})
+        assert stale.status_code == 409 and "Nothing was deleted" in stale.text
+        assert db_rows(server, "SELECT count(*) FROM contacts WHERE list_id = ?",
+                       (list_id,)) == [(150,)]
+        with sign_in(server, "bob") as bob:
+            assert bob.get(f"/lists/{list_id}").status_code == 404
+            assert bob.post(f"/lists/{list_id}/delete", data={
+                "csrf_token": page_token(bob, "/lists"), "expected": "150"}).status_code == 404
+        done = client.post(f"/lists/{list_id}/delete", data={"csrf_token": token,
+                                                             "expected": "150"})
+        assert done.status_code == 303
+        after_delete = client.get(done.headers["location"]).text
+        assert "Deleted the list browse-me and its 150 contacts" in after_delete
+        assert 'data-list="browse-me"' not in after_delete
+        assert client.get(f"/lists/{list_id}").status_code == 404
+    assert db_rows(server, "SELECT count(*) FROM contacts WHERE list_id = ?", (list_id,)) == [
+        (0,)]
+    with server.client(key) as api:
+        assert api.get("/api/lists/browse-me").status_code == 404
+
+
+def test_the_keys_page_shows_a_new_key_once_and_a_revoked_key_is_refused_at_once(
+        server: Server) -> None:
+    with sign_in(server) as client:
+        made = client.post("/keys", data={"csrf_token": page_token(client, "/keys")})
+        assert made.status_code == 201
+        key = re.search(r"data-new-key>(apl_[^<]+)<", made.text)
+        assert key
+        new_key = key.group(1)
+        listing = client.get("/keys").text
+        assert new_key not in listing and new_key[:8] in listing
+        with server.client(new_key) as api:
+            assert api.get("/api/jobs").status_code == 200
+            key_id = re.search(r'<tr data-key="' + re.escape(new_key[:8])
+                               + r'">.*?href="/keys/(\d+)/revoke"', listing, re.S)
+            assert key_id
+            with sign_in(server, "bob") as bob:
+                assert bob.get(f"/keys/{key_id.group(1)}/revoke").status_code == 404
+            ask = client.get(f"/keys/{key_id.group(1)}/revoke")
+            assert "refused" in ask.text
+            done = client.post(f"/keys/{key_id.group(1)}/revoke",
+                               data={"csrf_token": csrf_of(ask.text)})
+            assert done.status_code == 303
+            assert api.get("/api/jobs").status_code == 401  # the very next request
+        assert "REVOKED" in client.get("/keys").text
+
+
+def test_messages_are_filtered_by_provider_campaign_and_time(console: tuple[Server, str]) -> None:
+    server, key = console
+    with server.client(key) as api:
+        refs = [api.post("/api/messages", json={"to": f"+90535111000{i}", "body": "filter me"}
+                         ).json()["ref"] for i in range(3)]
+    with sign_in(server) as client:
+        def listed(**params: str) -> list[str]:
+            page = client.get("/messages", params=params)
+            assert page.status_code == 200, page.text
+            return re.findall(r'<tr data-message="([^"]+)"', page.text)
+
+        everything = listed()
+        assert set(refs) <= set(everything)
+        assert set(refs) <= set(listed(provider="sim", **{"from": "2000-01-01T00:00"}))
+        assert not set(refs) & set(listed(provider="other"))
+        assert not set(refs) & set(listed(**{"to": "2000-01-01T00:00"}))
+        assert not set(refs) & set(listed(campaign="999999"))
+        assert not set(refs) & set(listed(state="DELIVERED"))
+        assert client.get("/messages", params={"state": "bogus"}).status_code == 422
+        assert client.get("/messages", params={"from": "yesterday"}).status_code == 422
+    with sign_in(server, "bob") as bob:
+        assert not set(refs) & set(re.findall(r'data-message="([^"]+)"',
+                                             bob.get("/messages").text))
+
+
+def test_the_inbox_page_lists_reports_waiting_for_their_message(server: Server) -> None:
+    import time as _time
+
+    from appliance.simulator.behaviour import Behaviour
+    from appliance.simulator.server import Simulator
+
+    receipt = Simulator(Behaviour())._receipt("905321234567", "INBOX-PAGE-REF", "ABC123",
+                                              "delivered", _time.time())
+    with server.client() as provider:  # the simulator's own signed Vonage receipt
+        assert provider.post("/callbacks/sim", data=receipt).status_code == 200
+    with sign_in(server) as client:
+        page = client.get("/inbox").text
+        assert 'data-waiting="INBOX-PAGE-REF"' in page and "ABC123" in page
+        assert 'data-provider="sim"' in page
+        assert 'data-waiting="INBOX-PAGE-REF"' in client.get(
+            "/inbox", params={"provider": "sim", "order": "newest"}).text
+
+
+def test_the_import_preview_reads_the_first_lines_and_stores_nothing(server: Server) -> None:
+    text = "phone,name\n0532 123 45 67,Ayşe\nnot a number\n"
+    with sign_in(server) as client:
+        data, files = import_form(page_token(client), text, "preview-only")
+        shown = client.post("/import/preview", data=data, files=files,
+                            headers={"Accept": "application/json"}).json()
+        assert [(r["outcome"], r["msisdn"]) for r in shown["rows"]] == [
+            ("header", None), ("ok", "+905321234567"), ("rejected", None)]
+        assert shown["rows"][1]["cells"] == ["0532 123 45 67", "Ayşe"]
+        page = client.post("/import/preview", data=data, files=files)  # without a script
+        assert page.status_code == 200 and "rejected: " in page.text
+        assert "0532 123 45 67,Ayşe" in page.text  # the pasted text is kept in the form
+        upload = client.post("/import/preview", data={**data, "text": "", "partial": "1"},
+                             files={"file": ("big.csv", b"+905321234567\n+9053212")},
+                             headers={"Accept": "application/json"}).json()
+        assert [r["msisdn"] for r in upload["rows"]] == ["+905321234567"]  # a cut line: left
+    assert db_rows(server, "SELECT count(*) FROM lists WHERE name = 'preview-only'") == [(0,)]
+
+
+def test_a_finished_job_runs_again_from_its_page(server: Server) -> None:
+    with sign_in(server) as client:
+        job_id = _job_of(submit(client, "+905361110001\n+905361110002\n", "rerun-src"))
+        wait_job(client, job_id)
+        page = client.get(f"/jobs/{job_id}").text
+        form = dict(re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"',
+                               page.split("data-rerun-form")[1]))
+        form.update({"list": "rerun-src", "new_list": "rerun-copy"})
+        first = client.post(f"/jobs/{job_id}/rerun", data=form)
+        second = client.post(f"/jobs/{job_id}/rerun", data=form)  # a double click
+        assert first.status_code == second.status_code == 303
+        assert first.headers["location"] == second.headers["location"]
+        copy = wait_job(client, _job_of(first))
+        assert (copy["list"], copy["inserted"], copy["rerun_of"]) == ("rerun-copy", 2, job_id)
+        assert f"re-run of <a href=\"/jobs/{job_id}\"" in client.get(
+            first.headers["location"]).text
+        with sign_in(server, "bob") as bob:
+            refused = bob.post(f"/jobs/{job_id}/rerun", data={
+                **form, "csrf_token": page_token(bob)})
+            assert refused.status_code == 404

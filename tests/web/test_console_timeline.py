@@ -97,3 +97,27 @@ def test_every_hour_of_the_window_gets_a_slot_and_bars_are_escaped_text() -> Non
     svg = str(open_by_hour_svg(bars, start, 15 * HOUR_MS))
     assert svg.count('class="total"') == 5 and svg.count('class="open"') == 1
     assert "3 still open of 10" in svg
+
+
+def test_a_campaign_is_done_only_when_nothing_can_change_and_its_bar_is_never_blank() -> None:
+    from appliance.web.pages.chart import state_bar_svg, state_groups
+    from appliance.web.pages.sending import campaign_phase
+
+    def data(state: str, counts: dict[str, int], total: int = 100) -> dict[str, object]:
+        final = sum(n for s, n in counts.items()
+                    if s in ("DELIVERED", "FAILED", "EXPIRED", "REJECTED", "UNKNOWN"))
+        return {"state": state, "counts": counts, "total": total, "finalised": final}
+
+    assert campaign_phase(data("RUNNING", {"QUEUED": 100})) == ("SENDING", 2)
+    # Nothing left to send (the API's DONE) but 15 still SUBMITTED: not done yet.
+    awaiting = data("DONE", {"SUBMITTED": 15, "DELIVERED": 85})
+    assert campaign_phase(awaiting) == ("AWAITING REPORTS", 10)
+    assert campaign_phase(data("DONE", {"DELIVERED": 90, "UNKNOWN": 10})) == ("DONE", None)
+    assert campaign_phase(data("CANCELLED", {"CANCELLED": 60, "DELIVERED": 40})) == (
+        "CANCELLED", None)
+    assert campaign_phase(data("CANCELLED", {"CANCELLED": 60, "SUBMITTED": 40}))[1] == 10
+
+    all_queued = state_groups({"QUEUED": 40}, 100)  # 60 more not even created yet
+    assert dict((c, n) for c, _, n in all_queued)["waiting"] == 100
+    svg = str(state_bar_svg({"QUEUED": 40}, 100))
+    assert 'class="waiting"' in svg and 'width="1000.00"' in svg

@@ -11,13 +11,16 @@ from starlette.staticfiles import StaticFiles
 
 
 def routes() -> list[BaseRoute]:
-    from appliance.web.pages import delivery, imports, sending, sign_in
+    from appliance.web.pages import delivery, imports, inbox, keys, lists, sending, sign_in
     from appliance.web.pages.render import STATIC_DIR
 
     return [
         *sign_in.routes(),
         *imports.routes(),
+        *lists.routes(),
         *sending.routes(),
         *delivery.routes(),
+        *inbox.routes(),
+        *keys.routes(),
         Mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]

@@ -1,9 +1,12 @@
 """The dashboard's chart, drawn on the server as inline SVG (no script, no library).
 
-Messages by hour of creation over the coverage window: the total of each hour as a
-light bar, the part still without a final state drawn over it. Every hour of the
-window gets a slot, so a quiet hour shows as a gap rather than vanishing. Each bar
-has a ``<title>`` (a tooltip, and text for screen readers).
+Messages by hour of creation over the coverage window and the settle time after it:
+the total of each hour as a light bar, the part still without a final state drawn
+over it. Every hour gets a slot, so a quiet hour shows as a gap rather than
+vanishing. The settle time (the live hours, whose reports are still due) sits on a
+shaded band so nobody reads its orange as lost reports. Each bar has a ``<title>``
+(a tooltip, and text for screen readers). On a narrow screen the chart keeps a
+readable size and scrolls sideways (see ``.chart-scroll`` in the stylesheet).
 """
 
 from __future__ import annotations
@@ -49,8 +52,21 @@ def _nice_max(value: int) -> int:
     return value
 
 
-def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int) -> Markup:
-    """The chart as SVG markup, safe to place in a template."""
+def merge_hours(*groups: list[HourBar]) -> list[HourBar]:
+    """Bars of the same hour added up (the hour the settle boundary cuts in two)."""
+    out: dict[int, HourBar] = {}
+    for bars in groups:
+        for b in bars:
+            old = out.get(b.hour_ms)
+            out[b.hour_ms] = b if old is None else HourBar(
+                b.hour_ms, old.still_open + b.still_open, old.total + b.total)
+    return sorted(out.values(), key=lambda b: b.hour_ms)
+
+
+def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int,
+                     settling_from_ms: int | None = None) -> Markup:
+    """The chart as SVG markup, safe to place in a template; hours from
+    ``settling_from_ms`` on are drawn on the shaded settle band."""
     slots = hour_slots(bars, start_ms, end_ms)
     top = _nice_max(max((b.total for b in slots), default=0))
     plot_w = WIDTH - LEFT - RIGHT
@@ -71,6 +87,13 @@ def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int) -> Markup:
                    f' y2="{y:.1f}" stroke-dasharray="{"0" if frac == 0 else "3 3"}"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
                    f'{round(top * frac)}</text>')
+    if settling_from_ms is not None and settling_from_ms < end_ms:
+        first = slots[0].hour_ms
+        band_x = LEFT + max(0.0, (settling_from_ms - first) / HOUR_MS) * slot_w
+        band_x = min(band_x, WIDTH - RIGHT)
+        out.append(f'<rect class="settling" x="{band_x:.1f}" y="{TOP}"'
+                   f' width="{WIDTH - RIGHT - band_x:.1f}" height="{plot_h}"/>')
+        out.append(f'<text class="band" x="{band_x + 4:.1f}" y="{TOP + 14}">live</text>')
     for i, bar in enumerate(slots):
         x = LEFT + i * slot_w + (slot_w - bar_w) / 2
         h_total = plot_h * bar.total / top
@@ -87,5 +110,51 @@ def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int) -> Markup:
         if i % every == 0:
             out.append(f'<text x="{x + bar_w / 2:.1f}" y="{HEIGHT - 10}" text-anchor="middle">'
                        f"{escape(label)}</text>")
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+# The campaign page's bar: every message of the campaign in one of five groups.
+STATE_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("waiting", "waiting to be sent", ("QUEUED", "SENDING", "RETRY")),
+    ("sent", "sent, report still due", ("SUBMITTED", "ACCEPTED", "ENROUTE", "UNCERTAIN")),
+    ("delivered", "delivered", ("DELIVERED",)),
+    ("failed", "failed, expired or rejected", ("FAILED", "EXPIRED", "REJECTED")),
+    ("unknown", "no report in the window, or cancelled", ("UNKNOWN", "CANCELLED")),
+)
+
+
+def state_groups(counts: dict[str, int], total: int) -> list[tuple[str, str, int]]:
+    """(css class, label, messages) per group; messages not created yet count as waiting
+    and states no group names go with the last."""
+    named = {s for _, _, states in STATE_GROUPS for s in states}
+    out = []
+    for cls, label, states in STATE_GROUPS:
+        n = sum(counts.get(s, 0) for s in states)
+        if cls == "waiting":
+            n += max(0, total - sum(counts.values()))
+        if cls == "unknown":
+            n += sum(v for s, v in counts.items() if s not in named)
+        out.append((cls, label, n))
+    return out
+
+
+def state_bar_svg(counts: dict[str, int], total: int) -> Markup:
+    """A stacked bar of the campaign's messages by group (never blank: messages still
+    to send are a segment of their own)."""
+    groups = state_groups(counts, total)
+    whole = max(1, sum(n for _, _, n in groups))
+    width, height = 1000, 24
+    out = [f'<svg class="statebar" viewBox="0 0 {width} {height}" preserveAspectRatio="none"'
+           ' role="img" aria-label="Messages by state" xmlns="http://www.w3.org/2000/svg">',
+           f'<rect class="frame" x="0" y="0" width="{width}" height="{height}"/>']
+    x = 0.0
+    for cls, label, n in groups:
+        if not n:
+            continue
+        w = width * n / whole
+        out.append(f'<rect class="{cls}" x="{x:.2f}" y="0" width="{w:.2f}" height="{height}">'
+                   f'<title>{escape(f"{n} {label}")}</title></rect>')
+        x += w
     out.append("</svg>")
     return Markup("".join(out))

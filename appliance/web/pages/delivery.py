@@ -1,15 +1,20 @@
-"""``/dashboard`` and ``/messages``: how delivery goes, and what happened to one message.
+"""``/dashboard`` and ``/messages``: how delivery goes, and what happened to messages.
 
 The dashboard shows the same figures as ``GET /api/stats`` (one read unit,
 ``appliance.reports.summary.summary``, for the signed-in account): coverage beside
-delivery rate, still-open vs total by hour of creation as a server-drawn chart, inbox
-health, overdue messages and the alerts that hold. The lookup finds a message by our
-ref or by phone number with the sender's read units and shows its report timeline.
+delivery rate over the settled window, the same for the live hours after it,
+still-open vs total by hour of creation as a server-drawn chart, inbox health,
+overdue messages and the alerts that hold. Its figures are also served alone
+(``/dashboard/figures``) for the page's script to swap in while reports arrive.
+
+``/messages`` lists the account's messages, newest first, filtered by state,
+campaign, provider and time of creation (UTC); ``?q=`` looks one up by our ref or by
+phone number and shows its report timeline.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import apsw
@@ -21,11 +26,13 @@ from starlette.routing import BaseRoute, Route
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.reports.summary import summary
 from appliance.sending import messages as msgs
+from appliance.sending.message_search import MessageFilter, campaign_choices, search_messages
 from appliance.sending.refs import looks_like_ref
 from appliance.web.api_messages import MAX_MSISDN_CHARS
-from appliance.web.pages.chart import HourBar, open_by_hour_svg
+from appliance.web.pages.chart import HourBar, merge_hours, open_by_hour_svg
 from appliance.web.pages.guard import appliance_of, console_page
 from appliance.web.pages.render import page
+from appliance.web.pages.sending import STATE_ORDER
 from appliance.web.pages.timeline import message_timeline
 from appliance.web.session import ConsoleSession
 
@@ -33,7 +40,12 @@ ALERT_TITLES = {
     "coverage_low": "Coverage below the minimum",
     "inbox_stale": "Old unmatched reports in the inbox",
     "overdue": "Messages past the delivery window without a final report",
+    "backup_stale": "Scheduled backups late or failing",
+    "import_stuck": "An import job has stopped moving",
 }
+# The live figures poll quickly while reports are still due, slowly otherwise.
+BUSY_POLL_S = 3
+IDLE_POLL_S = 15
 
 
 def _ms(text: str | None) -> int:
@@ -42,7 +54,7 @@ def _ms(text: str | None) -> int:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-async def dashboard(request: Request, session: ConsoleSession, form: FormData) -> Response:
+async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[str, Any]:
     appliance = appliance_of(request)
     settings = appliance.settings
     now = appliance.now_ms()
@@ -51,24 +63,106 @@ async def dashboard(request: Request, session: ConsoleSession, form: FormData) -
         lambda c: summary(c, settings, now, account_id))
     window = stats["window"]
     start, end = _ms(window["from"]), _ms(window["to"])
-    bars = [HourBar(_ms(h["hour"]), int(h["still_open"]), int(h["total"]))
-            for h in stats["open_by_hour"]]
-    alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"])} for a in stats["alerts"]]
-    return page(request, "dashboard.html", session, title="Delivery dashboard", stats=stats,
-                window_start=start, window_end=end, chart=open_by_hour_svg(bars, start, end),
-                hours=sorted(bars, key=lambda b: b.hour_ms, reverse=True),
-                alerts=alerts, holding=[a for a in alerts if a["firing"]],
-                settings=settings, now=now)
+    settled = [HourBar(_ms(h["hour"]), int(h["still_open"]), int(h["total"]))
+               for h in stats["open_by_hour"]]
+    live = [HourBar(_ms(h["hour"]), int(h["still_open"]), int(h["total"]))
+            for h in stats["live_by_hour"]]
+    bars = merge_hours(settled, live)
+    alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"].replace("_", " "))}
+              for a in stats["alerts"]]
+    busy = stats["live"]["still_due"] > 0 or stats["inbox"]["waiting"] > 0
+    return {"stats": stats, "window_start": start, "window_end": end, "now": now,
+            "chart": open_by_hour_svg(bars, start, now, settling_from_ms=end),
+            "hours": sorted(bars, key=lambda b: b.hour_ms, reverse=True),
+            "settling_from": end, "alerts": alerts,
+            "holding": [a for a in alerts if a["firing"]], "settings": settings,
+            "poll_s": BUSY_POLL_S if busy else IDLE_POLL_S}
+
+
+async def dashboard(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    context = await _dashboard_context(request, session)
+    return page(request, "dashboard.html", session, title="Delivery dashboard", **context)
+
+
+async def dashboard_figures(request: Request, session: ConsoleSession,
+                            form: FormData) -> Response:
+    """The dashboard's figures alone: what its script swaps in while reports arrive."""
+    context = await _dashboard_context(request, session)
+    return page(request, "dashboard_figures.html", session, title="Delivery dashboard",
+                **context)
+
+
+MESSAGE_STATES = (*STATE_ORDER, "CANCELLED")
+PAGE_SIZE = 100
+
+
+def _utc_ms(text: str) -> int | None:
+    """A ``datetime-local`` (``2026-12-01T08:30``) or a date, read as UTC; None if not one."""
+    text = text.strip()[:32]
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1000)
+
+
+def _filters(request: Request) -> tuple[MessageFilter, dict[str, str], list[str]]:
+    q = request.query_params
+    values = {k: q.get(k, "").strip()[:100] for k in ("state", "campaign", "provider", "from",
+                                                      "to")}
+    problems: list[str] = []
+    state = values["state"].upper() or None
+    if state is not None and state not in MESSAGE_STATES:
+        problems.append(f"{values['state']!r} is not a message state")
+        state = None
+    campaign = None
+    if values["campaign"]:
+        raw = values["campaign"].lstrip("#")
+        if raw.isdigit() and len(raw) < 19:
+            campaign = int(raw)
+        else:
+            problems.append(f"{values['campaign']!r} is not a campaign number")
+    bounds: list[int | None] = []
+    for name in ("from", "to"):
+        ms = _utc_ms(values[name])
+        if values[name] and ms is None:
+            problems.append(f"{values[name]!r} is not a date and time (YYYY-MM-DDTHH:MM)")
+        bounds.append(ms)
+    return (MessageFilter(state, campaign, values["provider"] or None, bounds[0], bounds[1]),
+            values, problems)
 
 
 async def messages_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
     appliance = appliance_of(request)
     query = request.query_params.get("q", "").strip()[:MAX_MSISDN_CHARS]
     account_id = session.account_id
+    chosen, values, problems = _filters(request)
+    before_raw = request.query_params.get("before", "")
+    before = int(before_raw) if before_raw.isdigit() and len(before_raw) < 19 else None
     context: dict[str, Any] = {"query": query, "message": None, "timeline": [],
                                "found": [], "error": "", "msisdn": "",
-                               "sent": request.query_params.get("sent") == "1"}
+                               "sent": request.query_params.get("sent") == "1",
+                               "filters": values, "problems": problems, "listed": [],
+                               "next_before": None, "states": MESSAGE_STATES,
+                               "providers": list(appliance.settings.providers),
+                               "campaigns": [], "filtered": not chosen.empty}
     status = 200
+    if not query:
+        def listing(c: apsw.Connection) -> tuple[list[msgs.Message], list[tuple[int, str]]]:
+            return (search_messages(c, account_id, chosen, before, PAGE_SIZE + 1),
+                    campaign_choices(c, account_id))
+
+        listed, campaigns = await appliance.store.readers.run(listing)
+        context["listed"] = listed[:PAGE_SIZE]
+        context["campaigns"] = campaigns
+        if len(listed) > PAGE_SIZE:
+            context["next_before"] = listed[PAGE_SIZE - 1].id
+        return page(request, "messages.html", session, status=422 if problems else 200,
+                    title="Messages", **context)
     if query and looks_like_ref(query.upper()):
         ref = query.upper()
 
@@ -104,5 +198,6 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
 def routes() -> list[BaseRoute]:
     return [
         Route("/dashboard", console_page(dashboard), methods=["GET"]),
+        Route("/dashboard/figures", console_page(dashboard_figures), methods=["GET"]),
         Route("/messages", console_page(messages_page), methods=["GET"]),
     ]

@@ -6,10 +6,20 @@ the same ``create_job``; the job page polls ``/jobs/{id}.json`` (the API's job J
 and links the rejects download, which is the API's CSV answer. A submission is keyed
 by account, list, region and the exact payload, so pasting the same text into the
 same list twice shows the first job again instead of starting a second one.
+
+``/import/preview`` shows the first lines before anything is stored: their columns
+and what the importer will make of each (:mod:`appliance.imports.preview`); the
+form's script asks for it as soon as a file is chosen or text pasted, sending only
+the head of the file. A finished job's page can re-run it from its stored payload
+(IMP-11), into the same list or another, as the API's ``/rerun`` does.
 """
 
 from __future__ import annotations
 
+import secrets
+from typing import Any
+
+import apsw
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -25,6 +35,7 @@ from appliance.imports.accept import (
 from appliance.imports.import_job import (
     IdempotencyConflict,
     ImportJob,
+    ListBeingDeleted,
     NewJob,
     create_job,
     default_idempotency_key,
@@ -32,10 +43,11 @@ from appliance.imports.import_job import (
     list_jobs,
     list_lists,
 )
+from appliance.imports.preview import PREVIEW_BYTES, preview
 from appliance.ops.storage import below_reserve
 from appliance.service import Appliance
-from appliance.web.api_imports import job_json, rejects_response
-from appliance.web.errors import STORAGE_RETRY_AFTER_S
+from appliance.web.api_imports import job_json, queue_rerun, rejects_response
+from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.session import ConsoleSession
@@ -88,14 +100,15 @@ def _list_name(form: FormData) -> object:
 
 async def _import_page(request: Request, session: ConsoleSession, status: int = 200,
                        error: dict[str, object] | None = None, chosen_list: str = "",
-                       region: str = "") -> Response:
+                       region: str = "", shown: dict[str, object] | None = None,
+                       text: str = "") -> Response:
     appliance = appliance_of(request)
     limits = appliance.settings.imports
     lists = await appliance.store.readers.run(lambda c: list_lists(c, session.account_id))
     return page(request, "import.html", session, status=status, title="Import a list",
                 lists=lists, error=error, chosen_list=chosen_list,
                 region=region or limits.default_region, max_rows=limits.max_rows,
-                max_bytes=limits.max_bytes)
+                max_bytes=limits.max_bytes, preview=shown, text=text)
 
 
 async def import_form(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -137,12 +150,41 @@ async def import_submit(request: Request, session: ConsoleSession, form: FormDat
         return refusal(request, session, 409, "submission_conflict",
                        "This list could not be told apart from an earlier one. Change it"
                        " slightly (add a blank line) and send it again.")
+    except ListBeingDeleted as exc:
+        return refusal(request, session, 409, "list_being_deleted", str(exc))
     appliance.scheduler.wake("imports")
     url = f"/jobs/{job.id}" + ("" if created else "?again=1")
     if wants_json(request):
         return json_answer({"jobId": job.id, "total": job.total, "created": created,
                             "url": url}, 202 if created else 200)
     return RedirectResponse(url, status_code=303)
+
+
+async def import_preview(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    """The first lines of the submitted list, as the importer will read them; nothing
+    is stored. JSON for the form's script, else the form again with the preview."""
+    appliance = appliance_of(request)
+    limits = appliance.settings.imports
+    raw_region = form.get("region")
+    chosen = _list_name(form)
+    region_text = raw_region if isinstance(raw_region, str) else ""
+    try:
+        payload, _ctype = await _payload(form)
+        region = check_region(region_text or None, limits.default_region)
+    except Refused as exc:
+        if wants_json(request):
+            return refusal(request, session, exc.status, exc.error, exc.message, **exc.extra)
+        return await _import_page(request, session, exc.status,
+                                  {"error": exc.error, "message": exc.message, **exc.extra},
+                                  chosen if isinstance(chosen, str) else "", region_text)
+    complete = form.get("partial") != "1"
+    shown = preview(payload[:PREVIEW_BYTES], region, complete).as_json()
+    if wants_json(request):
+        return json_answer(shown)
+    text = form.get("text")
+    return await _import_page(request, session, 200, None,
+                              chosen if isinstance(chosen, str) else "", region_text, shown,
+                              text if isinstance(text, str) else "")
 
 
 async def _owned_job(request: Request, session: ConsoleSession) -> ImportJob | None:
@@ -158,11 +200,53 @@ def _missing_job(request: Request, session: ConsoleSession) -> Response:
 
 
 async def job_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    job = await _owned_job(request, session)
+    job_id: int = request.path_params["job_id"]
+    account_id = session.account_id
+
+    def read(c: apsw.Connection) -> tuple[ImportJob | None, list[dict[str, Any]]]:
+        found = get_job(c, job_id, account_id) if job_id <= MAX_ID else None
+        return found, list_lists(c, account_id) if found is not None else []
+
+    job, lists = await appliance_of(request).store.readers.run(read)
     if job is None:
         return _missing_job(request, session)
     return page(request, "job.html", session, title=f"Import job {job.id}", job=job_json(job),
-                finished=job.state in TERMINAL, again=request.query_params.get("again") == "1")
+                finished=job.state in TERMINAL, again=request.query_params.get("again") == "1",
+                lists=lists, rerun_error=None, rerun_key=secrets.token_urlsafe(18))
+
+
+async def job_rerun(request: Request, session: ConsoleSession, form: FormData) -> Response:
+    """Run a finished job again over its stored payload (IMP-11), then open the new job."""
+    job = await _owned_job(request, session)
+    if job is None:
+        return _missing_job(request, session)
+    appliance = appliance_of(request)
+    target = _list_name(form)
+    try:
+        list_name = check_list_name(target) if isinstance(target, str) and target.strip() \
+            else None
+        key = _form_key(form, job.id)
+        new, _ = await queue_rerun(appliance, session.account_id, job.id, list_name, key)
+    except (Refused, ApiError) as exc:
+        account_id = session.account_id
+        lists = await appliance.store.readers.run(lambda c: list_lists(c, account_id))
+        return page(request, "job.html", session, status=exc.status,
+                    title=f"Import job {job.id}", job=job_json(job),
+                    finished=job.state in TERMINAL, again=False, lists=lists,
+                    rerun_error=exc.message, rerun_key=secrets.token_urlsafe(18))
+    if wants_json(request):
+        return json_answer({"jobId": new.id, "rerun_of": new.rerun_of,
+                            "url": f"/jobs/{new.id}"}, 202)
+    return RedirectResponse(f"/jobs/{new.id}", status_code=303)
+
+
+def _form_key(form: FormData, job_id: int) -> str:
+    """The re-run form's key (made when the page was shown): a double submit is one job."""
+    key = form.get("rerun_key")
+    if not isinstance(key, str) or not (16 <= len(key) <= 64) \
+            or not key.replace("-", "").replace("_", "").isalnum():
+        raise Refused(400, "invalid_form", "This form is incomplete. Reload the page.")
+    return f"console-rerun:{job_id}:{key}"
 
 
 async def job_progress(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -184,10 +268,14 @@ async def job_rejects(request: Request, session: ConsoleSession, form: FormData)
 
 async def lists_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
     appliance = appliance_of(request)
-    lists = await appliance.store.readers.run(lambda c: list_lists(c, session.account_id))
-    jobs = await appliance.store.readers.run(lambda c: list_jobs(c, session.account_id))
+    account_id = session.account_id
+    lists, jobs = await appliance.store.readers.run(
+        lambda c: (list_lists(c, account_id), list_jobs(c, account_id)))
+    count = request.query_params.get("count", "")
     return page(request, "lists.html", session, title="Lists and jobs", lists=lists,
-                jobs=[job_json(j) for j in jobs])
+                jobs=[job_json(j) for j in jobs],
+                deleted=request.query_params.get("deleted", "")[:100],
+                deleted_count=int(count) if count.isdigit() and len(count) < 12 else 0)
 
 
 def routes() -> list[BaseRoute]:
@@ -195,8 +283,11 @@ def routes() -> list[BaseRoute]:
         Route("/import", console_page(import_form), methods=["GET"]),
         Route("/import", console_page(import_submit, _import_limit, _import_rows),
               methods=["POST"]),
+        Route("/import/preview", console_page(import_preview, _import_limit),
+              methods=["POST"]),
         Route("/jobs/{job_id:int}", console_page(job_page), methods=["GET"]),
         Route("/jobs/{job_id:int}.json", console_page(job_progress), methods=["GET"]),
         Route("/jobs/{job_id:int}/rejects.csv", console_page(job_rejects), methods=["GET"]),
+        Route("/jobs/{job_id:int}/rerun", console_page(job_rerun), methods=["POST"]),
         Route("/lists", console_page(lists_page), methods=["GET"]),
     ]

@@ -72,6 +72,13 @@ def number(value: int | float | None) -> str:
     return f"{int(value):,}".replace(",", "\u2009")
 
 
+def hours(value: float | None) -> str:
+    """A number of hours without a useless decimal: ``6 h``, ``1.5 h``."""
+    if value is None:
+        return "–"
+    return f"{value:g} h"
+
+
 def percent(value: float | None) -> str:
     if value is None:
         return "–"
@@ -87,7 +94,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(when=when, isotime=isotime, duration=duration, number=number,
-                       percent=percent)
+                       percent=percent, hours=hours)
     env.globals["csrf_field"] = CSRF_FIELD
     return env
 

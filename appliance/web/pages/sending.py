@@ -23,12 +23,14 @@ from starlette.routing import BaseRoute, Route
 
 from appliance.imports.import_job import list_jobs, list_lists, list_summary
 from appliance.ops.storage import below_reserve
+from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending.refs import new_ref
 from appliance.sending.segments import segment
 from appliance.web.api_messages import campaign_json, check_body, check_provider, check_to
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError
+from appliance.web.pages.chart import state_bar_svg, state_groups
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import page
 from appliance.web.session import ConsoleSession
@@ -62,9 +64,8 @@ async def _send_page(request: Request, session: ConsoleSession, status: int = 20
                      error: str = "", values: dict[str, str] | None = None) -> Response:
     appliance = appliance_of(request)
     account_id = session.account_id
-    lists = await appliance.store.readers.run(lambda c: list_lists(c, account_id))
-    recent = await appliance.store.readers.run(
-        lambda c: camp.list_campaigns(c, account_id, limit=20))
+    lists, recent = await appliance.store.readers.run(
+        lambda c: (list_lists(c, account_id), camp.list_campaigns(c, account_id, limit=20)))
     settings = appliance.settings
     chosen = dict(values or {})
     chosen.setdefault("list", request.query_params.get("list", ""))
@@ -215,9 +216,40 @@ async def campaign_page(request: Request, session: ConsoleSession, form: FormDat
     if progress is None:
         return refusal(request, session, 404, "not_found", "There is no such campaign.")
     data = campaign_json(progress)
-    pending = data["total"] - data["finalised"]
+    phase, refresh_s = campaign_phase(data)
+    groups = state_groups(data["counts"], data["total"])
     return page(request, "campaign.html", session, title=f"Campaign {campaign_id}",
-                campaign=data, pending=pending, states=_ordered_states(data["counts"]))
+                campaign=data, phase=phase, refresh_s=refresh_s,
+                awaiting=dict((cls, n) for cls, _, n in groups)["sent"],
+                unsent=dict((cls, n) for cls, _, n in groups)["waiting"],
+                states=_ordered_states(data["counts"]), bar=state_bar_svg(data["counts"],
+                                                                         data["total"]),
+                groups=groups)
+
+
+# How often the campaign page reloads itself: quickly while messages go out, slowly
+# while only reports are awaited, not at all once nothing can change.
+SENDING_REFRESH_S = 2
+AWAITING_REFRESH_S = 10
+
+
+def campaign_phase(data: dict[str, Any]) -> tuple[str, int | None]:
+    """What the campaign page says the campaign is doing, and its refresh interval.
+
+    The campaign's state is ``DONE`` as soon as nothing is left to send; the page says
+    "sending finished, N awaiting reports" until every message has a final state, and
+    stops refreshing only then (or when a cancelled campaign has nothing in flight).
+    """
+    unfinished = data["total"] - data["finalised"]
+    if data["state"] == "CANCELLED":
+        in_flight = sum(n for s, n in data["counts"].items() if s not in FINAL_STATES
+                        and s not in ("QUEUED", "RETRY", "CANCELLED"))
+        return "CANCELLED", AWAITING_REFRESH_S if in_flight else None
+    if data["state"] != "DONE":
+        return "SENDING", SENDING_REFRESH_S
+    if unfinished > 0:
+        return "AWAITING REPORTS", AWAITING_REFRESH_S
+    return "DONE", None
 
 
 STATE_ORDER = ("QUEUED", "SENDING", "RETRY", "SUBMITTED", "UNCERTAIN", "ACCEPTED", "ENROUTE",
