@@ -65,6 +65,13 @@ class AlertSettings:
 
 
 @dataclass(frozen=True)
+class OptoutSettings:
+    # An inbound message that is one of these (see appliance/optout/keywords.py) adds
+    # its sender to the suppression list. Empty: no keyword opts anyone out.
+    keywords: tuple[str, ...] = ("STOP", "DUR", "IPTAL", "RET")
+
+
+@dataclass(frozen=True)
 class BackupSettings:
     interval_hours: float = 0.0  # 0 = no scheduled backups
     keep: int = 7
@@ -108,6 +115,7 @@ class Settings:
     reports: ReportSettings = field(default_factory=ReportSettings)
     alerts: AlertSettings = field(default_factory=AlertSettings)
     backup: BackupSettings = field(default_factory=BackupSettings)
+    optout: OptoutSettings = field(default_factory=OptoutSettings)
     providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
 
     @property
@@ -142,6 +150,7 @@ SECTIONS: dict[str, type] = {
     "reports": ReportSettings,
     "alerts": AlertSettings,
     "backup": BackupSettings,
+    "optout": OptoutSettings,
 }
 SECTION_ATTR = {"import": "imports"}
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -174,6 +183,12 @@ def _coerce(where: str, name: str, want: Any, value: Any) -> Any:
             if isinstance(value, bool):
                 raise ValueError
             out = float(value)
+        elif isinstance(want, tuple):
+            # A list of words: a TOML array, or comma-separated in the environment.
+            items = value.split(",") if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+                raise ValueError
+            out = tuple(i.strip() for i in items if i.strip())
         elif isinstance(want, Path):
             out = Path(str(value))
         elif isinstance(want, str):
@@ -183,9 +198,8 @@ def _coerce(where: str, name: str, want: Any, value: Any) -> Any:
         else:
             out = value
     except (TypeError, ValueError):
-        raise ConfigError(
-            f"{where}{name}: expected {type(want).__name__}, got {value!r}"
-        ) from None
+        wanted = "a list of strings" if isinstance(want, tuple) else type(want).__name__
+        raise ConfigError(f"{where}{name}: expected {wanted}, got {value!r}") from None
     if name in CHOICES:
         choices = CHOICES[name]
         norm = out.upper() if name == "synchronous" else out
@@ -235,7 +249,7 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Se
         else:
             top[key] = value
     if top:
-        blocked = {"imports", "sending", "reports", "alerts", "backup", "providers"}
+        blocked = {"imports", "sending", "reports", "alerts", "backup", "optout", "providers"}
         for key in top:
             if key in blocked:
                 raise ConfigError(f"{where}{key}: unknown setting")
@@ -246,7 +260,7 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Se
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     top = {f.name for f in fields(Settings)} - {"imports", "sending", "reports", "alerts",
-                                                 "backup", "providers"}
+                                                 "backup", "optout", "providers"}
     for var, value in env.items():
         if not var.startswith("APPLIANCE_") or var in ("APPLIANCE_CONFIG", "APPLIANCE_CLOCK_FILE"):
             continue
@@ -307,6 +321,12 @@ def _validate(s: Settings) -> None:
             raise ConfigError(f"{where}: {url!r} is not an http:// or https:// URL")
     if s.alerts.check_interval_s <= 0:
         raise ConfigError("[alerts] check_interval_s: must be more than 0")
+    from appliance.optout.keywords import keyword_problem
+
+    for word in s.optout.keywords:
+        problem = keyword_problem(word)
+        if problem:
+            raise ConfigError(f"[optout] keywords: {word!r} {problem}")
     if s.shutdown_timeout_s <= 0:
         raise ConfigError("shutdown_timeout_s: must be more than 0")
     if s.backup.dir and s.backup.interval_hours > 0 and Path(s.backup.dir).exists() \
