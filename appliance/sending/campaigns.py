@@ -6,7 +6,8 @@ contact in bounded units of :data:`EXPANSION_CHUNK` contacts, each unit writing 
 messages and the new position (``queued_through``) together, guarded by the old
 position. Killed between units, expansion resumes from the recorded position; the
 ``UNIQUE (campaign_id, msisdn)`` index makes a second message for the same number
-impossible.
+impossible. A contact whose number is on the account's suppression list gets its
+message created ``CANCELLED`` (error ``suppressed``): counted, never sent.
 
 A campaign is ``RUNNING`` until all its messages exist and none is still ``QUEUED``,
 ``SENDING`` or ``RETRY``; then ``DONE``.
@@ -20,6 +21,7 @@ from typing import Any
 
 import apsw
 
+from appliance.optout.suppressions import SUPPRESSED
 from appliance.reports.states import FINAL_STATES
 
 EXPANSION_CHUNK = 2000
@@ -67,6 +69,7 @@ class Campaign:
 class Progress:
     campaign: Campaign
     counts: dict[str, int] = field(default_factory=dict)
+    suppressed: int = 0  # CANCELLED because the number is on the suppression list
 
     @property
     def created(self) -> int:
@@ -149,7 +152,10 @@ def campaign_progress(conn: apsw.Connection, campaign: Campaign) -> Progress:
         "SELECT state, COUNT(*) FROM messages WHERE campaign_id = ? GROUP BY state",
         (campaign.id,),
     ).fetchall()
-    return Progress(campaign, {str(s): int(n) for s, n in rows})
+    suppressed: Any = conn.execute(
+        "SELECT count(*) FROM messages WHERE campaign_id = ? AND state = 'CANCELLED'"
+        " AND error = ?", (campaign.id, SUPPRESSED)).fetchone()
+    return Progress(campaign, {str(s): int(n) for s, n in rows}, int(suppressed[0]))
 
 
 def list_campaigns(conn: apsw.Connection, account_id: int, limit: int = 100) -> list[Progress]:
@@ -179,9 +185,11 @@ def expand_chunk(conn: apsw.Connection, campaign: Campaign, new_ref: Callable[[]
     where ``campaign`` says (two expanders can never both advance it).
     """
     contacts: list[Any] = conn.execute(
-        "SELECT id, msisdn FROM contacts WHERE list_id = ? AND id > ? AND id <= ?"
-        " ORDER BY id LIMIT ?",
-        (campaign.list_id, campaign.queued_through, campaign.last_contact_id, chunk),
+        "SELECT c.id, c.msisdn, s.id IS NOT NULL FROM contacts c LEFT JOIN suppressions s"
+        " ON s.account_id = ? AND s.msisdn = c.msisdn"
+        " WHERE c.list_id = ? AND c.id > ? AND c.id <= ? ORDER BY c.id LIMIT ?",
+        (campaign.account_id, campaign.list_id, campaign.queued_through,
+         campaign.last_contact_id, chunk),
     ).fetchall()
     through = int(contacts[-1][0]) if contacts else campaign.last_contact_id
     if len(contacts) < chunk:
@@ -194,14 +202,18 @@ def expand_chunk(conn: apsw.Connection, campaign: Campaign, new_ref: Callable[[]
     if conn.changes() != 1:
         return 0
     created = 0
-    for _cid, msisdn in contacts:
+    for _cid, msisdn, suppressed in contacts:
+        # A suppressed contact's message is created CANCELLED (never sent), so the
+        # campaign's counts add up to its total (OPS-4).
         conn.execute(
             "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body, state,"
-            " attempts, next_attempt_at, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?)"
+            " error, attempts, next_attempt_at, created_at, updated_at, finalised_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
             " ON CONFLICT (campaign_id, msisdn) DO NOTHING",
             (new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
-             campaign.body, now_ms, now_ms, now_ms),
+             campaign.body, "CANCELLED" if suppressed else "QUEUED",
+             SUPPRESSED if suppressed else None, now_ms, now_ms, now_ms,
+             now_ms if suppressed else None),
         )
         created += conn.changes()
     return created

@@ -25,6 +25,7 @@ from typing import Any
 
 import apsw
 
+from appliance.optout.suppressions import IS_SUPPRESSED_SQL, SUPPRESSED
 from appliance.providers.base import Outcome, SubmitResult
 from appliance.reports.apply import apply_waiting_for_refs
 
@@ -33,6 +34,7 @@ BACKOFF_BASE_S = 2.0
 BACKOFF_CAP_S = 600.0
 RESENDABLE = ("QUEUED", "RETRY")
 INTERRUPTED = "interrupted while sending: the provider may have it"
+CLAIM_ROUNDS = 4  # claims per unit when whole batches turn out suppressed
 
 
 class IdempotencyConflict(ValueError):
@@ -112,27 +114,43 @@ def claim_due(conn: apsw.Connection, provider: str, now_ms: int, limit: int) -> 
     Due: ``RETRY`` whose ``next_attempt_at`` has come (first), then ``QUEUED``. ``attempts``
     counts the claim. Only ``QUEUED`` and ``RETRY`` rows are ever claimed, so a
     message that is ``SENDING``, ``SUBMITTED`` or ``UNCERTAIN`` is never sent again.
+
+    A due message whose number is on its account's suppression list (OPS-4: suppressed
+    after it was queued) becomes ``CANCELLED`` (error ``suppressed``) in the same unit
+    instead: never submitted. A batch that was all suppressed is followed by the next
+    due messages, a few batches at most per unit.
     """
-    ids: list[int] = []
-    for state in ("RETRY", "QUEUED"):  # each an in-order index range scan (messages_due)
-        if len(ids) >= limit:
-            break
-        ids += [int(r[0]) for r in conn.execute(
-            "SELECT id FROM messages WHERE state = ? AND next_attempt_at <= ? AND provider = ?"
-            " ORDER BY next_attempt_at LIMIT ?",
-            (state, now_ms, provider, limit - len(ids)))]
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    rows: list[Any] = conn.execute(
-        "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, updated_at = ?"
-        f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY')"
-        " RETURNING id, ref, msisdn, body, attempts",
-        (now_ms, *ids),
-    ).fetchall()
-    claimed = [Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4])) for r in rows]
-    claimed.sort(key=lambda c: c.id)
-    return claimed
+    for _ in range(CLAIM_ROUNDS):
+        ids: list[int] = []
+        for state in ("RETRY", "QUEUED"):  # each an in-order index range scan (messages_due)
+            if len(ids) >= limit:
+                break
+            ids += [int(r[0]) for r in conn.execute(
+                "SELECT id FROM messages WHERE state = ? AND next_attempt_at <= ?"
+                " AND provider = ? ORDER BY next_attempt_at LIMIT ?",
+                (state, now_ms, provider, limit - len(ids)))]
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        conn.execute(
+            "UPDATE messages SET state = 'CANCELLED', error = ?, updated_at = ?,"
+            " finalised_at = COALESCE(finalised_at, ?)"
+            f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY') AND {IS_SUPPRESSED_SQL}",
+            (SUPPRESSED, now_ms, now_ms, *ids),
+        )
+        cancelled = conn.changes()
+        rows: list[Any] = conn.execute(
+            "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, updated_at = ?"
+            f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY')"
+            " RETURNING id, ref, msisdn, body, attempts",
+            (now_ms, *ids),
+        ).fetchall()
+        if rows or not cancelled:
+            claimed = [Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
+                       for r in rows]
+            claimed.sort(key=lambda c: c.id)
+            return claimed
+    return []
 
 
 def next_due_ms(conn: apsw.Connection) -> int | None:
