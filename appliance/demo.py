@@ -158,7 +158,8 @@ def demo_command(data_dir: str | None, config_file: str | None, host: str, port:
         raise click.ClickException(f"config: {exc}") from None
     sim_port = sim_port or free_port()
     settings = demo_settings(base, sim_port)
-    sim = SimulatorThread(DEMO_BEHAVIOUR, "127.0.0.1", sim_port).start()
+    behaviour = replace(DEMO_BEHAVIOUR, inbound_url=f"http://{host}:{port}/inbound/sim")
+    sim = SimulatorThread(behaviour, "127.0.0.1", sim_port).start()
     key, job_id, password = prepare(settings, contacts)
     url = f"http://{host}:{port}"
     auth = f"-H 'Authorization: Bearer {key}'"

@@ -14,6 +14,7 @@ from functools import partial
 import apsw
 
 from appliance.config import Settings
+from appliance.inbound.store import prune_raw as prune_raw_inbound
 from appliance.reports.pruning import prune_inbox, prune_raw_reports
 from appliance.service import Appliance
 
@@ -59,6 +60,7 @@ RULES: list[Rule] = [
     Rule("import_jobs", _prune_jobs, lambda s: s.imports.job_retention_days),
     Rule("report_inbox", prune_inbox, lambda s: s.reports.inbox_retention_days),
     Rule("raw_reports", prune_raw_reports, lambda s: s.reports.raw_retention_days),
+    Rule("raw_inbound", prune_raw_inbound, lambda s: s.reports.raw_retention_days),
 ]
 
 
