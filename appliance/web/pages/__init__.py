@@ -11,7 +11,7 @@ from starlette.staticfiles import StaticFiles
 
 
 def routes() -> list[BaseRoute]:
-    from appliance.web.pages import delivery, imports, sending, sign_in
+    from appliance.web.pages import delivery, imports, optout, sending, sign_in
     from appliance.web.pages.render import STATIC_DIR
 
     return [
@@ -19,5 +19,6 @@ def routes() -> list[BaseRoute]:
         *imports.routes(),
         *sending.routes(),
         *delivery.routes(),
+        *optout.routes(),
         Mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]
