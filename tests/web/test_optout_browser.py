@@ -58,7 +58,7 @@ def page(console: Server) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser: Any = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport=VIEWPORT)
             context.set_default_timeout(30_000)
