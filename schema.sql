@@ -6,7 +6,7 @@
 -- reported_at = 0 means "the provider sent no time".
 --
 -- Versioned with PRAGMA user_version (see appliance/store/schema.py). This file is
--- the current schema; appliance/store/migrations.py holds the steps from older ones.
+-- the current schema; appliance/store/schema.py (MIGRATIONS) holds the steps from older ones.
 
 CREATE TABLE accounts (
     id           INTEGER PRIMARY KEY,

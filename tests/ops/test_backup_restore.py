@@ -12,6 +12,7 @@ from typing import Any
 import apsw
 import pytest
 
+from appliance.store.schema import SCHEMA_VERSION
 from tests.harness import Server, create_account, run_cli, wait_for
 from tests.ops.load import ImportLoad, ReportFlood, read_db
 from tests.reports.support import http_provider_config
@@ -83,7 +84,8 @@ def test_backup_under_imports_and_a_report_flood_holds_every_committed_row(
         copy.close()
     manifest = json.loads((tmp_path / "backups" / "live.db.manifest.json").read_text())
     assert manifest["sha256"] == sha256(dest)
-    assert manifest["schema_version"] == 1 and manifest["bytes"] == dest.stat().st_size
+    assert manifest["schema_version"] == SCHEMA_VERSION
+    assert manifest["bytes"] == dest.stat().st_size
     assert all(manifest["row_counts"][t] == n for t, n in counts.items())
     assert finished - started < 30
 
