@@ -241,3 +241,71 @@ CREATE TABLE appliance_state (
     value  TEXT NOT NULL,
     updated_at INTEGER NOT NULL
 );
+
+-- OPS-4: numbers an account must not send to. One row per (account, number); a send
+-- to one is refused, a campaign creates its message CANCELLED, and the sender's claim
+-- cancels a queued one. `source` says who added it: api, console, import or inbound
+-- (a STOP keyword, with the inbound message in `inbound_id`).
+CREATE TABLE suppressions (
+    id           INTEGER PRIMARY KEY,
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    msisdn       TEXT    NOT NULL,  -- E.164, normalised as imports are
+    reason       TEXT    NOT NULL DEFAULT '',
+    source       TEXT    NOT NULL,  -- api console import inbound
+    inbound_id   INTEGER,  -- inbound_messages.id when a STOP keyword added it
+    created_at   INTEGER NOT NULL,
+    UNIQUE (account_id, msisdn)
+);
+
+-- OPS-4: every authenticated inbound (MO) request, as received, before interpretation
+-- (as raw_reports keeps report callbacks). parsed = 0: kept raw, could not be read.
+CREATE TABLE raw_inbound (
+    id            INTEGER PRIMARY KEY,
+    provider      TEXT    NOT NULL,
+    method        TEXT    NOT NULL,
+    content_type  TEXT    NOT NULL,
+    query         TEXT    NOT NULL,
+    body          BLOB    NOT NULL,
+    received_at   INTEGER NOT NULL,
+    parsed        INTEGER NOT NULL,
+    error         TEXT
+);
+CREATE INDEX raw_inbound_received ON raw_inbound (received_at);
+
+-- OPS-4: inbound messages, one row per message the provider sent us (a provider's retry
+-- of the same message id only bumps `repeats`). A message that came in parts is one row
+-- once its first part is here; `parts_received` counts up to `parts`.
+CREATE TABLE inbound_messages (
+    id               INTEGER PRIMARY KEY,
+    provider         TEXT    NOT NULL,
+    provider_msg_id  TEXT,  -- the provider's id (or our key for a message in parts); NULL: none given
+    msisdn           TEXT    NOT NULL,  -- the sender, E.164 when it is a number
+    to_number        TEXT    NOT NULL,  -- the number or sender id it was sent to
+    text             TEXT    NOT NULL,
+    parts            INTEGER NOT NULL DEFAULT 1,
+    parts_received   INTEGER NOT NULL DEFAULT 1,
+    sent_at          INTEGER NOT NULL DEFAULT 0,  -- provider clock, 0 = none sent
+    received_at      INTEGER NOT NULL,  -- our clock
+    keyword          TEXT,  -- the STOP keyword it was, NULL when it was none
+    raw_id           INTEGER,  -- raw_inbound.id of its (first) request
+    repeats          INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (provider, provider_msg_id)
+);
+CREATE INDEX inbound_messages_msisdn ON inbound_messages (msisdn);
+
+-- The parts of an inbound message sent in parts (Vonage concat-ref), until reassembled.
+CREATE TABLE inbound_parts (
+    inbound_id       INTEGER NOT NULL REFERENCES inbound_messages(id),
+    part             INTEGER NOT NULL,
+    text             TEXT    NOT NULL,
+    provider_msg_id  TEXT,
+    PRIMARY KEY (inbound_id, part)
+);
+
+-- Which accounts an inbound message is for: those that sent to that number through
+-- that provider; every account when none did (see docs/inbound.md).
+CREATE TABLE inbound_accounts (
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    inbound_id   INTEGER NOT NULL REFERENCES inbound_messages(id),
+    PRIMARY KEY (account_id, inbound_id)
+);

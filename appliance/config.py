@@ -67,6 +67,13 @@ class AlertSettings:
 
 
 @dataclass(frozen=True)
+class OptoutSettings:
+    # An inbound message that is one of these (see appliance/optout/keywords.py) adds
+    # its sender to the suppression list. Empty: no keyword opts anyone out.
+    keywords: tuple[str, ...] = ("STOP", "DUR", "IPTAL", "RET")
+
+
+@dataclass(frozen=True)
 class BackupSettings:
     interval_hours: float = 0.0  # 0 = no scheduled backups
     keep: int = 7
@@ -130,6 +137,7 @@ class Settings:
     backup: BackupSettings = field(default_factory=BackupSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
+    optout: OptoutSettings = field(default_factory=OptoutSettings)
     providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
 
     @property
@@ -166,6 +174,7 @@ SECTIONS: dict[str, type] = {
     "backup": BackupSettings,
     "http": HttpSettings,
     "storage": StorageSettings,
+    "optout": OptoutSettings,
 }
 SECTION_ATTR = {"import": "imports"}
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -198,6 +207,12 @@ def _coerce(where: str, name: str, want: Any, value: Any) -> Any:
             if isinstance(value, bool):
                 raise ValueError
             out = float(value)
+        elif isinstance(want, tuple):
+            # A list of words: a TOML array, or comma-separated in the environment.
+            items = value.split(",") if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+                raise ValueError
+            out = tuple(i.strip() for i in items if i.strip())
         elif isinstance(want, Path):
             out = Path(str(value))
         elif isinstance(want, str):
@@ -207,9 +222,8 @@ def _coerce(where: str, name: str, want: Any, value: Any) -> Any:
         else:
             out = value
     except (TypeError, ValueError):
-        raise ConfigError(
-            f"{where}{name}: expected {type(want).__name__}, got {value!r}"
-        ) from None
+        wanted = "a list of strings" if isinstance(want, tuple) else type(want).__name__
+        raise ConfigError(f"{where}{name}: expected {wanted}, got {value!r}") from None
     if name in CHOICES:
         choices = CHOICES[name]
         norm = out.upper() if name == "synchronous" else out
@@ -260,7 +274,7 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Se
             top[key] = value
     if top:
         blocked = {"imports", "sending", "reports", "alerts", "backup", "http", "storage",
-                   "providers"}
+                   "optout", "providers"}
         for key in top:
             if key in blocked:
                 raise ConfigError(f"{where}{key}: unknown setting")
@@ -271,7 +285,8 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Se
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     top = {f.name for f in fields(Settings)} - {"imports", "sending", "reports", "alerts",
-                                                 "backup", "http", "storage", "providers"}
+                                                 "backup", "http", "storage", "optout",
+                                                 "providers"}
     for var, value in env.items():
         if not var.startswith("APPLIANCE_") or var in ("APPLIANCE_CONFIG", "APPLIANCE_CLOCK_FILE"):
             continue
@@ -337,6 +352,12 @@ def _validate(s: Settings) -> None:
             raise ConfigError(f"{where}: {url!r} is not an http:// or https:// URL")
     if s.alerts.check_interval_s <= 0:
         raise ConfigError("[alerts] check_interval_s: must be more than 0")
+    from appliance.optout.keywords import keyword_problem
+
+    for word in s.optout.keywords:
+        problem = keyword_problem(word)
+        if problem:
+            raise ConfigError(f"[optout] keywords: {word!r} {problem}")
     if s.shutdown_timeout_s <= 0:
         raise ConfigError("shutdown_timeout_s: must be more than 0")
     for name in ("header_timeout_s", "body_timeout_s"):

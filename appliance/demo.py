@@ -188,7 +188,8 @@ def demo_command(data_dir: str | None, config_file: str | None, host: str, port:
     setup_logging(base.log_format, base.log_level, base.log_full_numbers, path=log_file)
     sim_port = sim_port or free_port()
     settings = demo_settings(base, sim_port)
-    sim = SimulatorThread(DEMO_BEHAVIOUR, "127.0.0.1", sim_port).start()
+    behaviour = replace(DEMO_BEHAVIOUR, inbound_url=f"http://{host}:{port}/inbound/sim")
+    sim = SimulatorThread(behaviour, "127.0.0.1", sim_port).start()
     key, job_id, password = prepare(settings, contacts)
     url = f"http://{host}:{port}"
     click.echo(banner(BannerFacts(directory, log_file, f"http://127.0.0.1:{sim_port}", url, key,

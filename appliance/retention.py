@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 
 from appliance.config import Settings
+from appliance.inbound.store import prune_raw as prune_raw_inbound
 from appliance.reports.pruning import prune_inbox, prune_raw_reports
 from appliance.service import Appliance
 
@@ -75,6 +76,8 @@ RULES: list[Rule] = [
     Rule("raw_reports", lambda c, cut, b, now: prune_raw_reports(c, cut, b),
          lambda s: s.reports.raw_retention_days),
     Rule("deleted_list_contacts", _deleted_list_contacts, lambda s: 0.0),
+    Rule("raw_inbound", lambda c, cut, b, now: prune_raw_inbound(c, cut, b),
+         lambda s: s.reports.raw_retention_days),
 ]
 
 

@@ -8,9 +8,10 @@ A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
 * a collector that reads the rest at scrape time: the writer's queue depth and
   counters, the import rate, and, with one read unit, jobs and messages by state,
   reports by outcome, the inbox, coverage and delivery over the alert window,
-  overdue messages; plus backup age and outcome, scheduler heartbeats and one
-  ``appliance_alert_holding`` gauge per alert; and the edge (EDGE-1, 2, 4): open
-  connections, what the edge refused, request bodies held, free disk space.
+  overdue messages, suppressions by source and inbound messages; plus backup age and
+  outcome, scheduler heartbeats and one ``appliance_alert_holding`` gauge per alert; and
+  the edge (EDGE-1, 2, 4): open connections, what the edge refused, request bodies held,
+  free disk space.
 
 Scrapes run in a worker thread (the collector does blocking reads).
 """
@@ -33,8 +34,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from appliance import __version__
+from appliance.inbound.store import inbound_counts
 from appliance.ops.alerts import ops_alerts
 from appliance.ops.backup_status import read_status
+from appliance.optout.suppressions import SOURCES, counts_by_source
 from appliance.reports.alerts import Alert, evaluate
 from appliance.reports.coverage import coverage, inbox_health, overdue
 from appliance.service import Appliance
@@ -62,6 +65,8 @@ class DbSnapshot:
     window_messages: int = 0
     overdue: int = 0
     alerts: list[Alert] = field(default_factory=list)
+    suppressions: dict[str, int] = field(default_factory=dict)
+    inbound: dict[str, int] = field(default_factory=dict)
 
 
 def _grouped(conn: apsw.Connection, sql: str) -> dict[str, int]:
@@ -91,6 +96,8 @@ def read_snapshot(conn: apsw.Connection, appliance: Appliance, now_ms: int) -> D
     snap.overdue = overdue(conn, now_ms, settings.sending.delivery_window_hours,
                            a.coverage_window_hours)
     snap.alerts = evaluate(conn, settings, now_ms) + ops_alerts(conn, settings, now_ms)
+    snap.suppressions = counts_by_source(conn)
+    snap.inbound = inbound_counts(conn)
     return snap
 
 
@@ -164,6 +171,16 @@ class ApplianceCollector(Collector):
                      snap.window_messages)
         yield _gauge("appliance_overdue_messages", "Messages past the delivery window"
                      " without a final report.", snap.overdue)
+        yield _by("appliance_suppressions", "Numbers on suppression lists (every account),"
+                  " by how they got there.", "source", snap.suppressions, SOURCES)
+        yield _gauge("appliance_inbound_messages", "Inbound messages stored.",
+                     snap.inbound.get("messages", 0))
+        yield _gauge("appliance_inbound_stops", "Inbound messages that were a STOP keyword.",
+                     snap.inbound.get("stops", 0))
+        yield _by("appliance_raw_inbound", "Stored inbound request bodies (parsed or"
+                  " quarantined).", "result",
+                  {"parsed": snap.inbound.get("raw_parsed", 0),
+                   "quarantined": snap.inbound.get("raw_quarantined", 0)})
         holding = GaugeMetricFamily("appliance_alert_holding",
                                     "1 while the alert holds, else 0.", labels=["alert"])
         for alert in snap.alerts:

@@ -14,6 +14,10 @@ A configured provider (:class:`Provider`) is three parts:
   (:meth:`ReportReader.verify`) and reads the callback into :class:`ParsedReport` values.
   A provider that reports over its own session (SMPP receipts) has none.
 
+Beside them, an :class:`InboundReader` (OPS-4) reads the provider's inbound-message
+webhook into :class:`InboundMessage` values, proving it with the report reader's own
+check (:mod:`appliance.providers.inbound` has one per HTTP kind).
+
 The HTTP kinds (:class:`ProviderAdapter` subclasses) are one class each that is both the
 wire format and the report reader, since both speak the same provider's dialect and
 share its settings and signatures.
@@ -416,6 +420,66 @@ class ReportReader(ProviderPart, ABC):
         return (200, b"", "text/plain")
 
 
+@dataclass(frozen=True)
+class InboundMessage:
+    """One inbound (MO) message, or one part of it, as the provider sent it."""
+
+    msisdn: str  # the sender, as the provider wrote it (normalised when stored)
+    to: str  # our number or sender id it was sent to
+    text: str
+    provider_msg_id: str | None  # the provider's id for it; None when it gave none
+    sent_at_ms: int = 0  # the provider's time for it, 0 when none
+    # A message in parts (Vonage ``concat-*``): the sender's reference for the whole
+    # message, this part's number (1-based) and how many parts there are.
+    concat_ref: str | None = None
+    part: int = 1
+    parts: int = 1
+
+
+class InboundParseError(Exception):
+    """An authentic inbound request that cannot be read: keep it raw, still answer 2xx."""
+
+
+class InboundReader(ProviderPart, ABC):
+    """Proves that an inbound request is the provider's (with the same check as its
+    reports) and reads the messages it carries."""
+
+    def __init__(self, reports: ReportReader) -> None:
+        self.reports = reports
+        self.settings = reports.settings
+        self.name = reports.name
+
+    def now_ms(self) -> int:
+        return self.reports.now_ms()
+
+    def verify(self, req: CallbackRequest) -> None:
+        """Raise :class:`AuthError`, and nothing else, unless the request is the
+        provider's: the provider signs its inbound webhooks as it signs its reports."""
+        self.reports.verify(req)
+
+    def parse_inbound(self, req: CallbackRequest) -> list[InboundMessage]:
+        """The messages a verified request carries (``[]`` for one that carries none).
+
+        Raises :class:`InboundParseError`, and nothing else, when it cannot be read.
+        """
+        try:
+            return self._parse_inbound(req)
+        except (InboundParseError, AuthError):
+            raise
+        except RecursionError:
+            raise InboundParseError("nested too deeply") from None
+        except Exception as exc:
+            raise InboundParseError(short(f"{type(exc).__name__}: {exc}")) from None
+
+    @abstractmethod
+    def _parse_inbound(self, req: CallbackRequest) -> list[InboundMessage]:
+        """Kind-specific reading; may raise anything, the caller wraps it."""
+
+    def inbound_response(self) -> tuple[int, bytes, str]:
+        """What to answer once the request is stored: ``(status, body, content type)``."""
+        return (200, b"", "text/plain")
+
+
 class Transport(ABC):
     """How submissions reach a provider, and what came of each.
 
@@ -458,6 +522,9 @@ class Provider:
     # It reports on every SMS part separately (Vonage, SMPP), rather than once for a
     # message whose parts it bills behind one id (Twilio, Infobip).
     reports_per_part: bool = False
+    # How its inbound webhook is read; None for a provider whose inbound messages come
+    # over its own session (SMPP ``deliver_sm``), or that has none.
+    inbound: InboundReader | None = None
 
 
 class ProviderAdapter(WireFormat, ReportReader):

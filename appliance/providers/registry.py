@@ -10,6 +10,7 @@ from appliance.config import ConfigError, ProviderSettings, Settings
 from .base import Provider, ProviderAdapter
 from .http_json import HttpJsonAdapter
 from .http_transport import HttpTransport
+from .inbound import inbound_reader
 from .infobip import InfobipAdapter
 from .simulator_kind import SimulatorAdapter
 from .twilio import TwilioAdapter
@@ -45,7 +46,7 @@ def build_adapter(
 
 def build_provider(settings: ProviderSettings, *, submit_timeout_s: float,
                    now_ms: Callable[[], int] | None = None) -> Provider:
-    """A configured provider: its transport and its report reader."""
+    """A configured provider: its transport, its report reader and its inbound reader."""
     adapter = build_adapter(settings, now_ms=now_ms)
     return Provider(
         name=settings.name,
@@ -56,6 +57,7 @@ def build_provider(settings: ProviderSettings, *, submit_timeout_s: float,
         dedupes_on_ref=adapter.dedupes_on_ref,
         reports_by_provider_id_only=adapter.reports_by_provider_id_only,
         reports_per_part=adapter.reports_per_part,
+        inbound=inbound_reader(adapter),
     )
 
 

@@ -29,14 +29,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from appliance.reports.states import CUT_OFF, FINAL_STATES
+from appliance.reports.states import CUT_OFF, FINAL_STATES, NEVER_SENT
 
 # Worst first: the state of a message whose parts are all final.
 FINAL_PRECEDENCE = ("FAILED", "REJECTED", "EXPIRED", CUT_OFF, "DELIVERED")
 # Least advanced first: the state of a message with an open part.
 OPEN_PRECEDENCE = ("RETRY", "UNCERTAIN", "SUBMITTED", "ACCEPTED", "ENROUTE")
 
-assert set(FINAL_PRECEDENCE) == FINAL_STATES
+# CANCELLED is a message's state only (never sent): no part of it ever went out.
+assert set(FINAL_PRECEDENCE) == FINAL_STATES - {NEVER_SENT}
 
 
 def _final_rank(state: str) -> int:

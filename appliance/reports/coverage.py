@@ -3,7 +3,8 @@
 * *Coverage*: the share of messages, created in the window ``[now - window, now -
   settle]``, that have a final state the provider told us (``DELIVERED``, ``FAILED``,
   ``EXPIRED``, ``REJECTED``). Our own cut-off ``UNKNOWN`` is not coverage: it is the
-  absence of a report. *Delivery rate* is the share ``DELIVERED`` of the same messages.
+  absence of a report. Messages never sent (``CANCELLED``) are not counted: no report
+  is due for them. *Delivery rate* is the share ``DELIVERED`` of the same messages.
   The first says whether our pipeline records outcomes, the second whether the route
   works.
 * *Open by hour of creation*: ``still_open`` (no final state from the provider) beside
@@ -29,12 +30,20 @@ from typing import Any
 
 import apsw
 
-from appliance.reports.states import CUT_OFF, FINAL_STATES, OPEN_AFTER_SUBMIT, REPORTED_FINAL
+from appliance.reports.states import (
+    CUT_OFF,
+    FINAL_STATES,
+    NEVER_SENT,
+    OPEN_AFTER_SUBMIT,
+    REPORTED_FINAL,
+)
 
 HOUR_MS = 3_600_000
 _FINAL = ",".join(f"'{s}'" for s in REPORTED_FINAL)
 _OPEN = ",".join(f"'{s}'" for s in sorted(OPEN_AFTER_SUBMIT))
 _ALL_FINAL = ",".join(f"'{s}'" for s in sorted(FINAL_STATES))
+# Messages never sent (CANCELLED: a suppressed number) await no report: not in the window.
+_SENT = f" AND state <> '{NEVER_SENT}'"
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -72,7 +81,7 @@ def coverage(conn: apsw.Connection, now_ms: int, window_hours: float, settle_hou
     row = conn.execute(
         f"SELECT count(*), coalesce(sum(CASE WHEN state IN ({_FINAL}) THEN 1 ELSE 0 END), 0),"
         " coalesce(sum(CASE WHEN state = 'DELIVERED' THEN 1 ELSE 0 END), 0)"
-        f" FROM messages WHERE created_at >= ? AND created_at < ?{where}",
+        f" FROM messages WHERE created_at >= ? AND created_at < ?{_SENT}{where}",
         (start, end, *args)).fetchone()
     assert row is not None
     return Coverage(start, end, int(row[0]), int(row[1]), int(row[2]))
@@ -101,7 +110,7 @@ def open_by_hour(conn: apsw.Connection, now_ms: int, window_hours: float,
         f"SELECT created_at / {HOUR_MS} AS hour, count(*),"
         f" sum(CASE WHEN state IN ({_FINAL}) THEN 1 ELSE 0 END),"
         " sum(CASE WHEN state = 'DELIVERED' THEN 1 ELSE 0 END)"
-        f" FROM messages WHERE created_at >= ? AND created_at < ?{where}"
+        f" FROM messages WHERE created_at >= ? AND created_at < ?{_SENT}{where}"
         " GROUP BY hour ORDER BY hour DESC", (start, end, *args))]
 
 
@@ -154,7 +163,7 @@ def live_by_hour(conn: apsw.Connection, now_ms: int, settle_hours: float,
                 " sum(CASE WHEN state = 'DELIVERED' THEN 1 ELSE 0 END),"
                 f" sum(CASE WHEN state NOT IN ({_ALL_FINAL}) AND created_at >= ? THEN 1"
                 " ELSE 0 END)"
-                f" FROM messages WHERE created_at >= ? AND created_at <= ?{where}"
+                f" FROM messages WHERE created_at >= ? AND created_at <= ?{_SENT}{where}"
                 " GROUP BY hour ORDER BY hour DESC", (due_from, start, now_ms, *args)):
             hours.append(HourRow(int(r[0]) * HOUR_MS, int(r[1]), int(r[2]), int(r[3])))
             due += int(r[4])

@@ -28,7 +28,9 @@ REPORTED_FINAL = ("DELIVERED", "FAILED", "EXPIRED", "REJECTED")
 REPORTED_INTERMEDIATE = ("ENROUTE", "ACCEPTED")
 # Our cut-off state: final, but weaker than anything the provider says is final.
 CUT_OFF = "UNKNOWN"
-FINAL_STATES = frozenset({*REPORTED_FINAL, CUT_OFF})
+# Final and never sent (a suppressed number, a cancelled campaign): no report applies.
+NEVER_SENT = "CANCELLED"
+FINAL_STATES = frozenset({*REPORTED_FINAL, CUT_OFF, NEVER_SENT})
 # The sender has not recorded the submission yet: reports wait.
 NOT_YET_SENT = frozenset({"QUEUED", "SENDING"})
 # Submitted (or maybe submitted) and nothing heard yet: any report applies.

@@ -6,7 +6,8 @@ contact in bounded units of :data:`EXPANSION_CHUNK` contacts, each unit writing 
 messages and the new position (``queued_through``) together, guarded by the old
 position. Killed between units, expansion resumes from the recorded position; the
 ``UNIQUE (campaign_id, msisdn)`` index makes a second message for the same number
-impossible.
+impossible. A contact whose number is on the account's suppression list gets its
+message created ``CANCELLED`` (error ``suppressed``): counted, never sent.
 
 A campaign is ``RUNNING`` until all its messages exist and none is still ``QUEUED``,
 ``SENDING`` or ``RETRY``; then ``DONE``.
@@ -20,6 +21,7 @@ from typing import Any
 
 import apsw
 
+from appliance.optout.suppressions import SUPPRESSED, suppressed_count
 from appliance.reports.states import FINAL_STATES
 from appliance.sending.segments import Segmentation, segment
 
@@ -91,21 +93,27 @@ class DryRun:
 
 def dry_run(conn: apsw.Connection, account_id: int, list_name: str, provider: str,
             body: str) -> DryRun:
-    """Count what a campaign to ``list_name`` would send (a read unit; writes nothing)."""
+    """Count what a campaign to ``list_name`` would send (a read unit; writes nothing):
+    ``messages`` are the contacts that would be sent to, ``suppressed`` those on the
+    account's suppression list (their messages would be created ``CANCELLED``)."""
     lst = conn.execute(
-        "SELECT id FROM lists WHERE account_id = ? AND name = ?", (account_id, list_name)
+        "SELECT id FROM lists WHERE account_id = ? AND name = ? AND deleted_at IS NULL",
+        (account_id, list_name),
     ).fetchone()
     if lst is None:
         raise NoSuchList(f"no list named {list_name!r}")
+    list_id = int(lst[0])
     row: Any = conn.execute(
-        "SELECT COUNT(*) FROM contacts WHERE list_id = ?", (int(lst[0]),)).fetchone()
-    return DryRun(list_name, provider, int(row[0]), segment(body))
+        "SELECT COUNT(*) FROM contacts WHERE list_id = ?", (list_id,)).fetchone()
+    suppressed = suppressed_count(conn, account_id, list_id)
+    return DryRun(list_name, provider, int(row[0]) - suppressed, segment(body), suppressed)
 
 
 @dataclass
 class Progress:
     campaign: Campaign
     counts: dict[str, int] = field(default_factory=dict)
+    suppressed: int = 0  # CANCELLED because the number is on the suppression list
 
     @property
     def created(self) -> int:
@@ -189,7 +197,10 @@ def campaign_progress(conn: apsw.Connection, campaign: Campaign) -> Progress:
         "SELECT state, COUNT(*) FROM messages WHERE campaign_id = ? GROUP BY state",
         (campaign.id,),
     ).fetchall()
-    return Progress(campaign, {str(s): int(n) for s, n in rows})
+    suppressed: Any = conn.execute(
+        "SELECT count(*) FROM messages WHERE campaign_id = ? AND state = 'CANCELLED'"
+        " AND error = ?", (campaign.id, SUPPRESSED)).fetchone()
+    return Progress(campaign, {str(s): int(n) for s, n in rows}, int(suppressed[0]))
 
 
 def list_campaigns(conn: apsw.Connection, account_id: int, limit: int = 100) -> list[Progress]:
@@ -219,9 +230,11 @@ def expand_chunk(conn: apsw.Connection, campaign: Campaign, new_ref: Callable[[]
     where ``campaign`` says (two expanders can never both advance it).
     """
     contacts: list[Any] = conn.execute(
-        "SELECT id, msisdn FROM contacts WHERE list_id = ? AND id > ? AND id <= ?"
-        " ORDER BY id LIMIT ?",
-        (campaign.list_id, campaign.queued_through, campaign.last_contact_id, chunk),
+        "SELECT c.id, c.msisdn, s.id IS NOT NULL FROM contacts c LEFT JOIN suppressions s"
+        " ON s.account_id = ? AND s.msisdn = c.msisdn"
+        " WHERE c.list_id = ? AND c.id > ? AND c.id <= ? ORDER BY c.id LIMIT ?",
+        (campaign.account_id, campaign.list_id, campaign.queued_through,
+         campaign.last_contact_id, chunk),
     ).fetchall()
     through = int(contacts[-1][0]) if contacts else campaign.last_contact_id
     if len(contacts) < chunk:
@@ -235,14 +248,19 @@ def expand_chunk(conn: apsw.Connection, campaign: Campaign, new_ref: Callable[[]
         return 0
     seg = segment(campaign.body)  # one body for the whole campaign: segmented once
     created = 0
-    for _cid, msisdn in contacts:
+    for _cid, msisdn, suppressed in contacts:
+        # A suppressed contact's message is created CANCELLED (never sent), so the
+        # campaign's counts add up to its total (OPS-4).
         conn.execute(
             "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body, state,"
-            " attempts, next_attempt_at, created_at, updated_at, encoding, parts, ucs2_because)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?)"
+            " error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
+            " encoding, parts, ucs2_because)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (campaign_id, msisdn) DO NOTHING",
             (new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
-             campaign.body, now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because),
+             campaign.body, "CANCELLED" if suppressed else "QUEUED",
+             SUPPRESSED if suppressed else None, now_ms, now_ms, now_ms,
+             now_ms if suppressed else None, seg.encoding, seg.count, seg.ucs2_because),
         )
         created += conn.changes()
     return created

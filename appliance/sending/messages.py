@@ -30,6 +30,7 @@ from typing import Any
 
 import apsw
 
+from appliance.optout.suppressions import IS_SUPPRESSED_SQL, SUPPRESSED
 from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.reports.aggregate import message_state
 from appliance.reports.apply import apply_waiting_for_refs
@@ -50,6 +51,7 @@ _PART_STATE = {
     SubmitResult.RETRY: PART_TO_SEND,
 }
 _IN_CHUNK = 500
+CLAIM_ROUNDS = 4  # claims per unit when whole batches turn out suppressed
 
 
 class IdempotencyConflict(ValueError):
@@ -170,33 +172,50 @@ def claim_due(conn: apsw.Connection, provider: str, now_ms: int, limit: int) -> 
     counts the claim. Only ``QUEUED`` and ``RETRY`` rows are ever claimed, so a
     message that is ``SENDING``, ``SUBMITTED`` or ``UNCERTAIN`` is never sent again. A
     ``RETRY`` message comes with the parts an earlier attempt already got through.
+
+    A due message whose number is on its account's suppression list (OPS-4: suppressed
+    after it was queued) and of which no part has gone out becomes ``CANCELLED`` (error
+    ``suppressed``) in the same unit instead: never submitted. A batch that was all
+    suppressed is followed by the next due messages, a few batches at most per unit.
     """
-    ids: list[int] = []
-    retried: list[int] = []
-    for state in ("RETRY", "QUEUED"):  # each an in-order index range scan (messages_due)
-        if len(ids) >= limit:
-            break
-        found = [int(r[0]) for r in conn.execute(
-            "SELECT id FROM messages WHERE state = ? AND next_attempt_at <= ? AND provider = ?"
-            " ORDER BY next_attempt_at LIMIT ?",
-            (state, now_ms, provider, limit - len(ids)))]
-        ids += found
-        if state == "RETRY":
-            retried = found
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    rows: list[Any] = conn.execute(
-        "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, updated_at = ?"
-        f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY')"
-        " RETURNING id, ref, msisdn, body, attempts, parts",
-        (now_ms, *ids),
-    ).fetchall()
-    earlier = known_parts(conn, retried) if retried else {}
-    claimed = [Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]), int(r[5]),
-                       tuple(earlier.get(int(r[0]), ()))) for r in rows]
-    claimed.sort(key=lambda c: c.id)
-    return claimed
+    for _ in range(CLAIM_ROUNDS):
+        ids: list[int] = []
+        retried: list[int] = []
+        for state in ("RETRY", "QUEUED"):  # each an in-order index range scan (messages_due)
+            if len(ids) >= limit:
+                break
+            found = [int(r[0]) for r in conn.execute(
+                "SELECT id FROM messages WHERE state = ? AND next_attempt_at <= ?"
+                " AND provider = ? ORDER BY next_attempt_at LIMIT ?",
+                (state, now_ms, provider, limit - len(ids)))]
+            ids += found
+            if state == "RETRY":
+                retried = found
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        conn.execute(
+            "UPDATE messages SET state = 'CANCELLED', error = ?, updated_at = ?,"
+            " finalised_at = COALESCE(finalised_at, ?)"
+            f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY') AND {IS_SUPPRESSED_SQL}"
+            " AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = messages.id"
+            f" AND p.state <> '{PART_TO_SEND}')",
+            (SUPPRESSED, now_ms, now_ms, *ids),
+        )
+        cancelled = conn.changes()
+        rows: list[Any] = conn.execute(
+            "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, updated_at = ?"
+            f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY')"
+            " RETURNING id, ref, msisdn, body, attempts, parts",
+            (now_ms, *ids),
+        ).fetchall()
+        if rows or not cancelled:
+            earlier = known_parts(conn, retried) if retried else {}
+            claimed = [Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]),
+                               int(r[5]), tuple(earlier.get(int(r[0]), ()))) for r in rows]
+            claimed.sort(key=lambda c: c.id)
+            return claimed
+    return []
 
 
 def next_due_ms(conn: apsw.Connection) -> int | None:

@@ -38,6 +38,7 @@ class Behaviour:
     report_retries: int = 8  # delivery attempts per receipt on non-2xx or errors
     report_concurrency: int = 16
     callback_url: str = ""  # when a submission carries no callback
+    inbound_url: str = ""  # where POST /_sim/inbound pushes inbound messages by default
     seed: int | None = None
 
     def check(self) -> Behaviour:

@@ -64,6 +64,9 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.option("--report-format", type=click.Choice(REPORT_FORMATS), default="form",
               show_default=True, help="Receipts as form POST, JSON POST or GET.")
 @click.option("--callback-url", default="", help="Where receipts go when a submission names none.")
+@click.option("--inbound-url", default="",
+              help="Where inbound messages go (POST /_sim/inbound makes one), e.g."
+              " http://127.0.0.1:8080/inbound/sim.")
 @click.option("--seed", type=int, default=None, help="Random seed, for repeatable runs.")
 def simulator_command(host: str, port: int, smpp_port: int | None, **knobs: Any) -> None:
     """The provider simulator alone: speaks the Vonage SMS API on HOST:PORT and, with

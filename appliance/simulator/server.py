@@ -17,7 +17,11 @@ next submissions (``{"http": 429, "retry_after": "2"}``, ``{"http": 503}``,
 (accept, never report), ``{"refuse_part": 2, "part_status": "5"}`` (part 2 refused inside
 the 200), ``{"fail_part": 3}`` (part 3's receipt says ``failed``), ``{"report_order": [2,
 1]}`` (the final receipts one after the other, in that order of parts));
-``POST /_sim/reset`` clears both.
+``POST /_sim/reset`` clears both. ``POST /_sim/inbound`` with ``{"from", "text", "to"?,
+"url"?, "parts"?, "message_id"?}`` makes the simulated network deliver an inbound message:
+it is pushed at once, in Vonage's inbound SMS format (signed like the receipts, in the
+receipts' ``report_format``; in ``parts`` parts with ``concat-*`` fields when asked) to
+``url`` or ``--inbound-url``, and the answer says what status the appliance gave.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ class Simulator:
             Route("/_sim/stats", self.stats, methods=["GET"]),
             Route("/_sim/script", self.set_script, methods=["POST"]),
             Route("/_sim/reset", self.reset, methods=["POST"]),
+            Route("/_sim/inbound", self.inbound, methods=["POST"]),
             Route("/healthz", self.healthz, methods=["GET"]),
         ], lifespan=self._lifespan)
 
@@ -425,6 +430,69 @@ class Simulator:
             return JSONResponse({"error": "want a JSON list of objects"}, status_code=400)
         self.script.extend(steps)
         return JSONResponse({"queued": len(self.script)})
+
+    def inbound_params(self, sender: str, to: str, text: str, message_id: str,
+                       concat: tuple[str, int, int] | None = None) -> dict[str, str]:
+        """One inbound SMS (or one part of one) as Vonage's inbound webhook sends it."""
+        b = self.behaviour
+        now = datetime.now(tz=UTC)
+        words = text.split()
+        params = {
+            "msisdn": sender.removeprefix("+"),
+            "to": to,
+            "messageId": message_id,
+            "text": text,
+            "type": "text" if text.isascii() else "unicode",
+            "keyword": words[0].upper() if words else "",
+            "api-key": b.api_key,
+            "message-timestamp": now.strftime("%Y-%m-%d %H:%M:%S"),
+            "timestamp": str(int(now.timestamp())),
+            "nonce": secrets.token_hex(16),
+        }
+        if concat is not None:
+            ref, part, total = concat
+            params.update({"concat": "true", "concat-ref": ref, "concat-part": str(part),
+                           "concat-total": str(total)})
+        if b.signature_secret:
+            params["sig"] = vonage_signature(params, b.signature_secret, b.signature_method)
+        return params
+
+    async def inbound(self, request: Request) -> Response:
+        try:
+            data = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return JSONResponse({"error": "invalid_json"}, status_code=400)
+        if not isinstance(data, dict) or not isinstance(data.get("from"), str) \
+                or not isinstance(data.get("text"), str):
+            return JSONResponse({"error": 'want {"from", "text", "to"?, "url"?, "parts"?}'},
+                                status_code=400)
+        url = data.get("url") or self.behaviour.inbound_url
+        parts = data.get("parts", 1)
+        if not isinstance(url, str) or not url:
+            return JSONResponse({"error": "no url given and no --inbound-url"}, status_code=400)
+        if not isinstance(parts, int) or not 1 <= parts <= 10:
+            return JSONResponse({"error": "parts is 1 to 10"}, status_code=400)
+        text: str = data["text"]
+        to = str(data.get("to") or "APPLIANCE")
+        message_id = str(data.get("message_id") or secrets.token_hex(8).upper())
+        size = max(1, -(-len(text) // parts))
+        pieces = [text[i * size:(i + 1) * size] for i in range(parts)] if parts > 1 else [text]
+        ref = secrets.token_hex(2).upper()
+        statuses: list[int | str] = []
+        client = await self.idle_clients().get()
+        try:
+            for i, piece in enumerate(pieces, start=1):
+                concat = (ref, i, parts) if parts > 1 else None
+                part_id = message_id if parts == 1 else f"{message_id}-{i}"
+                params = self.inbound_params(data["from"], to, piece, part_id, concat)
+                try:
+                    resp = await self._send(client, Receipt(url, params, ""))
+                    statuses.append(resp.status_code)
+                except httpx.HTTPError as exc:
+                    statuses.append(type(exc).__name__)
+        finally:
+            self.idle_clients().put_nowait(client)
+        return JSONResponse({"messageId": message_id, "statuses": statuses})
 
     async def reset(self, request: Request) -> Response:
         self.script.clear()

@@ -13,7 +13,7 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -78,11 +78,69 @@ def _lists_deleted_and_job_reruns(conn: apsw.Connection) -> None:
     conn.execute("ALTER TABLE import_jobs ADD COLUMN rerun_of INTEGER")
 
 
+def add_opt_outs(conn: apsw.Connection) -> None:
+    """Version 5 (OPS-4): suppressions, and inbound messages stored first."""
+    conn.execute("""
+CREATE TABLE suppressions (
+    id           INTEGER PRIMARY KEY,
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    msisdn       TEXT    NOT NULL,
+    reason       TEXT    NOT NULL DEFAULT '',
+    source       TEXT    NOT NULL,
+    inbound_id   INTEGER,
+    created_at   INTEGER NOT NULL,
+    UNIQUE (account_id, msisdn)
+);
+CREATE TABLE raw_inbound (
+    id            INTEGER PRIMARY KEY,
+    provider      TEXT    NOT NULL,
+    method        TEXT    NOT NULL,
+    content_type  TEXT    NOT NULL,
+    query         TEXT    NOT NULL,
+    body          BLOB    NOT NULL,
+    received_at   INTEGER NOT NULL,
+    parsed        INTEGER NOT NULL,
+    error         TEXT
+);
+CREATE INDEX raw_inbound_received ON raw_inbound (received_at);
+CREATE TABLE inbound_messages (
+    id               INTEGER PRIMARY KEY,
+    provider         TEXT    NOT NULL,
+    provider_msg_id  TEXT,
+    msisdn           TEXT    NOT NULL,
+    to_number        TEXT    NOT NULL,
+    text             TEXT    NOT NULL,
+    parts            INTEGER NOT NULL DEFAULT 1,
+    parts_received   INTEGER NOT NULL DEFAULT 1,
+    sent_at          INTEGER NOT NULL DEFAULT 0,
+    received_at      INTEGER NOT NULL,
+    keyword          TEXT,
+    raw_id           INTEGER,
+    repeats          INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (provider, provider_msg_id)
+);
+CREATE INDEX inbound_messages_msisdn ON inbound_messages (msisdn);
+CREATE TABLE inbound_parts (
+    inbound_id       INTEGER NOT NULL REFERENCES inbound_messages(id),
+    part             INTEGER NOT NULL,
+    text             TEXT    NOT NULL,
+    provider_msg_id  TEXT,
+    PRIMARY KEY (inbound_id, part)
+);
+CREATE TABLE inbound_accounts (
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    inbound_id   INTEGER NOT NULL REFERENCES inbound_messages(id),
+    PRIMARY KEY (account_id, inbound_id)
+);
+""")
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
     3: _reject_line_length,
     4: _lists_deleted_and_job_reruns,
+    5: add_opt_outs,
 }
 
 

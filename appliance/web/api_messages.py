@@ -2,6 +2,8 @@
 
 Accepting only validates, writes the row (``QUEUED``) and wakes the sender; the
 answer is ``202`` with our ref, which the provider will echo back in its reports.
+A send to a number on the account's suppression list is refused ``409`` (OPS-4), in the
+same write unit as the insert, so nothing is queued.
 A campaign is accepted as one row and expanded into messages by the ``campaigns``
 loop, so the answer does not wait for the list.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import apsw
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -20,6 +23,7 @@ from appliance.config import ProviderSettings
 from appliance.imports.accept import MAX_LIST_NAME
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.ops.storage import below_reserve
+from appliance.optout.suppressions import Suppressed, refuse_if_suppressed
 from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
@@ -119,6 +123,27 @@ def check_to(appliance: Appliance, value: Any, field: str = "to") -> str:
     return found.msisdn
 
 
+def insert_unless_suppressed(conn: apsw.Connection, new: msgs.NewMessage, ref: str,
+                             now_ms: int) -> msgs.Accepted:
+    """Queue one message (a write unit), unless its number is on the account's
+    suppression list: then :class:`~appliance.optout.suppressions.Suppressed` is raised
+    and the unit rolls back, so nothing is queued. A repeat of an idempotent send gives
+    back the message it made, as ``insert_message`` does."""
+    accepted = msgs.insert_message(conn, new, ref, now_ms)
+    if accepted.created:
+        refuse_if_suppressed(conn, new.account_id, new.msisdn)
+    return accepted
+
+
+def suppressed_error(exc: Suppressed) -> ApiError:
+    """The 409 a send to a suppressed number answers (OPS-4)."""
+    entry = exc.entry
+    why = f" ({entry.reason})" if entry.reason else ""
+    return ApiError(409, "suppressed",
+                    f"{entry.msisdn} is on the suppression list{why}; nothing was queued",
+                    msisdn=entry.msisdn, reason=entry.reason, source=entry.source)
+
+
 def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None,
                  parts: list[msgs.Part] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
@@ -176,9 +201,11 @@ async def send_message(request: Request) -> Response:
     ref = new_ref(now)
     try:
         accepted = await appliance.store.writer.run(
-            lambda c: msgs.insert_message(c, new, ref, now))
+            lambda c: insert_unless_suppressed(c, new, ref, now))
     except msgs.IdempotencyConflict as exc:
         raise ApiError(422, "idempotency_key_reused", str(exc)) from None
+    except Suppressed as exc:
+        raise suppressed_error(exc) from None
     if accepted.created:
         appliance.scheduler.wake("sender")
     return JSONResponse({"ref": accepted.ref, "state": accepted.state,
@@ -233,15 +260,15 @@ def campaign_json(p: camp.Progress) -> dict[str, Any]:
         "provider": c.provider,
         "body": c.body,
         "total": c.total,
-        "parts": c.parts,
+        "parts": (c.total - p.suppressed) * seg.count,  # suppressed ones are never sent
         "parts_per_message": seg.count,
         "encoding": seg.encoding,
         "ucs2_because": seg.ucs2_because,
-        "suppressed": 0,  # no opt-outs yet: every contact of the list gets its message
         "cancelled": p.counts.get("CANCELLED", 0),
         "uncertain": p.counts.get("UNCERTAIN", 0),
         "created": p.created,
         "counts": dict(sorted(p.counts.items())),
+        "suppressed": p.suppressed,
         "finalised": p.finalised,
         "coverage_pct": _pct(p.finalised, c.total),
         "delivered_pct": _pct(p.counts.get("DELIVERED", 0), c.total),

@@ -36,13 +36,24 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def all_routes() -> list[BaseRoute]:
-    from appliance.web import api_imports, api_messages, api_ops, api_stats, callbacks, pages
+    from appliance.web import (
+        api_imports,
+        api_messages,
+        api_ops,
+        api_optout,
+        api_stats,
+        callbacks,
+        inbound,
+        pages,
+    )
 
     routes: list[BaseRoute] = api_ops.routes()
     routes += api_imports.routes()
     routes += callbacks.routes()
     routes += api_stats.routes()
     routes += api_messages.routes()
+    routes += api_optout.routes()
+    routes += inbound.routes()
     routes += pages.routes()
     return routes
 

@@ -11,7 +11,16 @@ from starlette.staticfiles import StaticFiles
 
 
 def routes() -> list[BaseRoute]:
-    from appliance.web.pages import delivery, imports, inbox, keys, lists, sending, sign_in
+    from appliance.web.pages import (
+        delivery,
+        imports,
+        inbox,
+        keys,
+        lists,
+        optout,
+        sending,
+        sign_in,
+    )
     from appliance.web.pages.render import STATIC_DIR
 
     return [
@@ -22,5 +31,6 @@ def routes() -> list[BaseRoute]:
         *delivery.routes(),
         *inbox.routes(),
         *keys.routes(),
+        *optout.routes(),
         Mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]

@@ -23,12 +23,20 @@ from starlette.routing import BaseRoute, Route
 
 from appliance.imports.import_job import list_jobs, list_lists, list_summary
 from appliance.ops.storage import below_reserve
+from appliance.optout.suppressions import Suppressed, suppressed_count
 from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending.refs import new_ref
 from appliance.sending.segments import segment
-from appliance.web.api_messages import campaign_json, check_body, check_provider, check_to
+from appliance.web.api_messages import (
+    campaign_json,
+    check_body,
+    check_provider,
+    check_to,
+    insert_unless_suppressed,
+    suppressed_error,
+)
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError
 from appliance.web.pages.chart import state_bar_svg, state_groups
 from appliance.web.pages.guard import appliance_of, console_page, refusal
@@ -110,7 +118,11 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
     now = appliance.now_ms()
     ref = new_ref(now)
     try:
-        accepted = await appliance.store.writer.run(lambda c: msgs.insert_message(c, new, ref, now))
+        accepted = await appliance.store.writer.run(
+            lambda c: insert_unless_suppressed(c, new, ref, now))
+    except Suppressed as exc:
+        return await _send_page(request, session, 409, suppressed_error(exc).message,
+                                _values(form))
     except msgs.IdempotencyConflict:
         return await _send_page(request, session, 409, "This form was already used for another"
                                 " message. Nothing was sent twice; check the message below.",
@@ -131,15 +143,16 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
         return await _send_page(request, session, exc.status, exc.message, _values(form))
     account_id = session.account_id
 
-    def read(c: apsw.Connection) -> tuple[dict[str, Any] | None, int]:
+    def read(c: apsw.Connection) -> tuple[dict[str, Any] | None, int, int]:
         found = list_summary(c, account_id, name) if name else None
-        running = 0
+        running = suppressed = 0
         if found is not None:
             running = sum(1 for j in list_jobs(c, account_id, limit=200)
                           if j.list_id == found["id"] and j.state in ("DRAFT", "RUNNING"))
-        return found, running
+            suppressed = suppressed_count(c, account_id, int(found["id"]))
+        return found, running, suppressed
 
-    found, running_imports = await appliance.store.readers.run(read)
+    found, running_imports, suppressed = await appliance.store.readers.run(read)
     if found is None:
         return await _send_page(request, session, 422, "Choose one of your lists.", _values(form))
     if found["contacts"] == 0:
@@ -149,7 +162,7 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
     return page(request, "confirm.html", session, title="Confirm the campaign", list=found,
                 body=checked["body"], provider=checked["provider"], send_key=key[len(KEY_PREFIX):],
                 running_imports=running_imports, changed_from=None,
-                seg=segment(checked["body"]))
+                seg=segment(checked["body"]), suppressed=suppressed)
 
 
 async def create_campaign(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -192,7 +205,7 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         return page(request, "confirm.html", session, status=409, title="Confirm the campaign",
                     list=summary, body=checked["body"], provider=checked["provider"],
                     send_key=key[len(KEY_PREFIX):], running_imports=0, changed_from=expected,
-                    seg=segment(checked["body"]))
+                    seg=segment(checked["body"]), suppressed=0)
     except camp.NoSuchList as exc:
         return await _send_page(request, session, 422, str(exc), _values(form))
     except camp.IdempotencyConflict:
@@ -253,7 +266,7 @@ def campaign_phase(data: dict[str, Any]) -> tuple[str, int | None]:
 
 
 STATE_ORDER = ("QUEUED", "SENDING", "RETRY", "SUBMITTED", "UNCERTAIN", "ACCEPTED", "ENROUTE",
-               "DELIVERED", "FAILED", "EXPIRED", "REJECTED", "UNKNOWN")
+               "DELIVERED", "FAILED", "EXPIRED", "REJECTED", "UNKNOWN", "CANCELLED")
 
 
 def _ordered_states(counts: dict[str, int]) -> list[tuple[str, int]]:

@@ -113,7 +113,7 @@ def message_timeline(message: Message, history: list[HistoryEntry]) -> list[Even
     if message.state == CUT_OFF and message.finalised_at is not None:
         events.append(Event(message.finalised_at, "Cut off: no final report within the"
                             f" delivery window ({CUT_OFF})", "ours", order=10**9))
-    elif message.error and message.state in ("RETRY", "UNCERTAIN", "REJECTED"):
+    elif message.error and message.state in ("RETRY", "UNCERTAIN", "REJECTED", "CANCELLED"):
         events.append(Event(message.updated_at, f"{message.state}: {message.error}", "ours",
                             order=10**9))
     return sorted(events, key=lambda e: (e.at_ms, e.order))
