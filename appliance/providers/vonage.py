@@ -254,9 +254,10 @@ class VonageAdapter(ProviderAdapter):
                     results.append(PartOutcome(i + 1, SubmitResult.REJECTED, error=short(error)))
             count = data.get("message-count") if isinstance(data, dict) else None
             listed = len(parts)
-            if isinstance(count, str | int) and str(count).strip().isdigit():
+            said = str(count).strip() if isinstance(count, str | int) else ""
+            if said.isascii() and said.isdigit():
                 missing = f"vonage: message-count {count} but {listed} messages[] entries"
-                for part in range(listed + 1, min(int(str(count).strip()), 255) + 1):
+                for part in range(listed + 1, min(int(said), 255) + 1):
                     results.append(PartOutcome(part, SubmitResult.UNCERTAIN, error=missing))
                     errors.append(f"part {part}: not listed in the answer")
             return Outcome.of_parts(

@@ -42,7 +42,7 @@ from appliance.optout.suppression_import import read_suppressions as read_list
 from appliance.service import Appliance
 from appliance.web.api_imports import read_limited
 from appliance.web.auth import require_account
-from appliance.web.errors import ApiError, not_found
+from appliance.web.errors import ApiError, ascii_int, not_found
 
 MAX_JSON_BYTES = 16 * 1024
 MAX_MSISDN_CHARS = 64
@@ -109,13 +109,14 @@ def inbound_json(m: Inbound) -> dict[str, Any]:
 
 def _page_args(request: Request) -> tuple[int, int | None]:
     q = request.query_params
-    raw_limit = q.get("limit", str(DEFAULT_PAGE))
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_PAGE:
+    limit = ascii_int(q.get("limit", str(DEFAULT_PAGE)), 6)
+    if limit is None or not 1 <= limit <= MAX_PAGE:
         raise ApiError(422, "invalid_limit", f"'limit' is a number from 1 to {MAX_PAGE}")
     raw_before = q.get("before")
-    if raw_before is not None and (not raw_before.isdigit() or len(raw_before) > 18):
+    before = None if raw_before is None else ascii_int(raw_before)
+    if raw_before is not None and before is None:
         raise ApiError(422, "invalid_before", "'before' is the id of an entry of a previous page")
-    return int(raw_limit), None if raw_before is None else int(raw_before)
+    return limit, before
 
 
 def _next(request: Request, more: bool, last_id: int | None, limit: int) -> str | None:

@@ -43,8 +43,19 @@ def storage_full(message: str) -> ApiError:
     return ApiError(503, "storage_full", message, retry_after=STORAGE_RETRY_AFTER_S)
 
 
+def ascii_int(raw: object, max_digits: int = 18) -> int | None:
+    """A non-negative integer written in ASCII digits (at most ``max_digits``), else
+    ``None``: ``²``, ``١`` and ``１`` pass ``str.isdigit()`` but are no numbers here."""
+    if not isinstance(raw, str) or not raw or len(raw) > max_digits:
+        return None
+    if not raw.isascii() or not raw.isdigit():
+        return None
+    return int(raw)
+
+
 def path_id(raw: str, what: str, max_digits: int = 18) -> int:
     """An id from a URL path: ASCII digits only (``²``, ``١``, ``１`` are no ids: 404)."""
-    if not raw or len(raw) > max_digits or not raw.isascii() or not raw.isdigit():
+    found = ascii_int(raw, max_digits)
+    if found is None:
         raise not_found(what)
-    return int(raw)
+    return found

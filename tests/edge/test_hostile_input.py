@@ -81,6 +81,44 @@ def test_a_surrogate_pair_is_one_character_and_accepted(
     assert api.get("/api/lists/emoji \U0001f600").status_code == 200
 
 
+NOT_ASCII_NUMBERS = ["²", "١", "１", "1²", "1" * 40]
+
+
+@pytest.mark.parametrize("raw", NOT_ASCII_NUMBERS)
+def test_numbers_in_queries_are_ascii_digits_only(hostile: tuple[Server, httpx.Client],
+                                                 raw: str) -> None:
+    srv, api = hostile
+    for param in ("limit", "before"):
+        for path in ("/api/suppressions", "/api/inbound"):
+            refused(api.get(path, params={param: raw}), 422, f"invalid_{param}")
+    with sign_in(srv) as console:
+        # A console page ignores a number it cannot read (or says so): never a 5xx,
+        # and never takes ``١`` for 1.
+        for path, params in (("/lists", {"count": raw}), ("/suppressions", {"before": raw}),
+                             ("/inbound", {"before": raw}), ("/messages", {"before": raw}),
+                             ("/messages", {"campaign": raw})):
+            answer = console.get(path, params=params)
+            assert answer.status_code in (200, 422), (path, params, answer.status_code)
+        page = console.get("/messages", params={"campaign": raw})
+        assert "is not a campaign number" in page.text
+        console.post("/import", data=import_form(page_token(console), "+905321239901\n",
+                                                "digits-only")[0])
+        found = re.search(r'/lists/(\d+)"', console.get("/lists").text)
+        assert found
+        list_id = found.group(1)
+        for params in ({"after": raw}, {"contact": raw}):
+            page = console.get(f"/lists/{list_id}" + ("/delete" if "contact" in params
+                                                       else ""), params=params)
+            assert page.status_code < 500, (params, page.status_code)
+        token = page_token(console, f"/lists/{list_id}")
+        for form in ({"contact": raw}, {"expected": raw}):
+            answer = console.post(f"/lists/{list_id}/delete", data={"csrf_token": token,
+                                                                    **form})
+            assert answer.status_code in (400, 404, 409), (form, answer.status_code)
+    assert db_rows(srv.data_dir, "SELECT count(*) FROM contacts c JOIN lists l"
+                   " ON l.id = c.list_id WHERE l.name = 'digits-only'") == [(1,)]
+
+
 @pytest.mark.parametrize("raw", ["²", "١", "１", "1²", "0x1", "-1", "+1", " 1", "1" * 40])
 def test_ids_are_ascii_digits_only(hostile: tuple[Server, httpx.Client], raw: str) -> None:
     _, api = hostile

@@ -29,6 +29,7 @@ from appliance.sending import messages as msgs
 from appliance.sending.message_search import MessageFilter, campaign_choices, search_messages
 from appliance.sending.refs import looks_like_ref
 from appliance.web.api_messages import MAX_MSISDN_CHARS
+from appliance.web.errors import ascii_int
 from appliance.web.pages.chart import HourBar, merge_hours, open_by_hour_svg
 from appliance.web.pages.guard import appliance_of, console_page
 from appliance.web.pages.render import page
@@ -121,10 +122,8 @@ def _filters(request: Request) -> tuple[MessageFilter, dict[str, str], list[str]
         state = None
     campaign = None
     if values["campaign"]:
-        raw = values["campaign"].lstrip("#")
-        if raw.isdigit() and len(raw) < 19:
-            campaign = int(raw)
-        else:
+        campaign = ascii_int(values["campaign"].lstrip("#"))
+        if campaign is None:
             problems.append(f"{values['campaign']!r} is not a campaign number")
     bounds: list[int | None] = []
     for name in ("from", "to"):
@@ -141,8 +140,7 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
     query = request.query_params.get("q", "").strip()[:MAX_MSISDN_CHARS]
     account_id = session.account_id
     chosen, values, problems = _filters(request)
-    before_raw = request.query_params.get("before", "")
-    before = int(before_raw) if before_raw.isdigit() and len(before_raw) < 19 else None
+    before = ascii_int(request.query_params.get("before", ""))
     context: dict[str, Any] = {"query": query, "message": None, "timeline": [],
                                "found": [], "error": "", "msisdn": "",
                                "sent": request.query_params.get("sent") == "1",

@@ -22,7 +22,7 @@ from appliance.ops.storage import is_storage_error
 from appliance.service import Appliance
 from appliance.web.api_imports import read_limited
 from appliance.web.bodies import Watch
-from appliance.web.errors import ApiError, not_stored
+from appliance.web.errors import ApiError, ascii_int, not_stored
 from appliance.web.forms import parse_form
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.session import (
@@ -96,9 +96,9 @@ def console_page(handler: Handler, body_limit: BodyLimit | None = None,
                 form = await read_form(request, limit, watch)
             except ApiError as exc:
                 extra = dict(exc.extra)
-                declared = request.headers.get("content-length", "")
-                if exc.error == "payload_too_large" and declared.isdigit():
-                    extra["submitted_bytes"] = int(declared)
+                declared = ascii_int(request.headers.get("content-length", ""))
+                if exc.error == "payload_too_large" and declared is not None:
+                    extra["submitted_bytes"] = declared
                 return refusal(request, session, exc.status, exc.error, exc.message, **extra)
             if not tokens_match(session.csrf_token, presented_csrf(request, form.get(CSRF_FIELD))):
                 return refusal(request, session, 403, "csrf",

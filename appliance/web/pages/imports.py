@@ -47,7 +47,7 @@ from appliance.imports.preview import PREVIEW_BYTES, preview
 from appliance.ops.storage import below_reserve
 from appliance.service import Appliance
 from appliance.web.api_imports import job_json, queue_rerun, rejects_response
-from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError
+from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError, ascii_int
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.session import ConsoleSession
@@ -275,7 +275,7 @@ async def lists_page(request: Request, session: ConsoleSession, form: FormData) 
     return page(request, "lists.html", session, title="Lists and jobs", lists=lists,
                 jobs=[job_json(j) for j in jobs],
                 deleted=request.query_params.get("deleted", "")[:100],
-                deleted_count=int(count) if count.isdigit() and len(count) < 12 else 0)
+                deleted_count=ascii_int(count, 11) or 0)
 
 
 def routes() -> list[BaseRoute]:

@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute, Route
 from appliance.imports import contact_lists as cl
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.web.csv_export import spreadsheet_safe
+from appliance.web.errors import ascii_int
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import page
 from appliance.web.session import ConsoleSession
@@ -41,8 +42,7 @@ MAX_QUERY = 100
 
 
 def _int_param(request: Request, name: str) -> int:
-    raw = request.query_params.get(name, "")
-    return int(raw) if raw.isdigit() and len(raw) < 19 else 0
+    return ascii_int(request.query_params.get(name, "")) or 0
 
 
 async def _owned(request: Request, session: ConsoleSession) -> cl.ListInfo | None:
@@ -128,10 +128,7 @@ def _iso(ms: int) -> str:
 
 
 def _contact_id(source: Any) -> int | None:
-    raw = source.get("contact") if source is not None else None
-    if isinstance(raw, str) and raw.isdigit() and len(raw) < 19:
-        return int(raw)
-    return None
+    return ascii_int(source.get("contact")) if source is not None else None
 
 
 async def _contact(request: Request, info: cl.ListInfo, contact_id: int) -> cl.Contact | None:
@@ -167,11 +164,10 @@ async def delete(request: Request, session: ConsoleSession, form: FormData) -> R
         gone = await store.writer.run(
             lambda c: cl.delete_contact(c, account_id, info.id, contact_id))
         return RedirectResponse(f"/lists/{info.id}?deleted={gone}", status_code=303)
-    expected_raw = form.get("expected")
-    if not isinstance(expected_raw, str) or not expected_raw.isdigit() or len(expected_raw) > 12:
+    expected = ascii_int(form.get("expected"), 12)
+    if expected is None:
         return refusal(request, session, 400, "invalid_form",
                        "This form is incomplete. Reload the page.")
-    expected = int(expected_raw)
     try:
         count = await store.writer.run(
             lambda c: cl.mark_deleted(c, account_id, info.id, expected, appliance.now_ms()))

@@ -31,7 +31,7 @@ from appliance.web.api_optout import (
     search_terms,
     suppression_json,
 )
-from appliance.web.errors import ApiError
+from appliance.web.errors import ApiError, ascii_int
 from appliance.web.pages.guard import appliance_of, console_page
 from appliance.web.pages.render import page, when
 from appliance.web.session import ConsoleSession
@@ -45,8 +45,7 @@ def _field(form: FormData, name: str) -> str:
 
 
 def _before(request: Request) -> int | None:
-    raw = request.query_params.get("before", "")
-    return int(raw) if raw.isdigit() and len(raw) <= 18 else None
+    return ascii_int(request.query_params.get("before", ""))
 
 
 def _more_link(path: str, params: dict[str, str], last_id: int | None, more: bool) -> str | None:
