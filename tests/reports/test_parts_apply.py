@@ -230,6 +230,35 @@ def test_a_report_from_another_provider_never_touches_the_message(store: Store) 
     assert store.readers.call(lambda c: parts_of(c, "X"))[0] == (1, "P1", "DELIVERED")
 
 
+def test_a_provider_id_from_another_provider_never_touches_the_message(store: Store) -> None:
+    """MSG-6 by provider id: provider A took X's parts as P1 and P2 (the id mapping says
+    so); provider B reports on an id P1 of its own, and on Z9, the id of a message sent
+    through A with no mapping row. Neither touches A's messages; A's own report does."""
+    def unit(c: apsw.Connection) -> None:
+        acct = add_account(c, "acct-ids")
+        message_id = add_message(c, acct, "X", provider="A")
+        add_parts(c, message_id, 2)
+        c.executemany("INSERT INTO provider_ids (provider, provider_msg_id, ref, part)"
+                      " VALUES ('A', ?, 'X', ?)", [("P1", 1), ("P2", 2)])
+        lone = add_message(c, acct, "Y", provider="A")
+        c.execute("UPDATE messages SET provider_msg_id = 'Z9' WHERE id = ?", (lone,))
+
+    store.writer.call(unit)
+    deliver(store, InboxReport("B", "", "P1", "failed", NOW, "FAILED"),
+            InboxReport("B", "", "Z9", "failed", NOW, "FAILED"))
+    assert store.readers.call(lambda c: parts_of(c, "X")) == [
+        (1, "P1", "SUBMITTED"), (2, "P2", "SUBMITTED")]
+    assert store.readers.call(lambda c: message(c, "Y"))["state"] == "SUBMITTED"
+    waiting = store.readers.call(lambda c: [r[0] for r in c.execute(
+        "SELECT provider_msg_id FROM report_inbox WHERE provider = 'B'"
+        " AND applied_at IS NULL ORDER BY provider_msg_id")])
+    assert waiting == ["P1", "Z9"]
+    deliver(store, InboxReport("A", "", "P1", "delivered", NOW, "DELIVERED"),
+            InboxReport("A", "", "Z9", "delivered", NOW, "DELIVERED"))
+    assert store.readers.call(lambda c: parts_of(c, "X"))[0] == (1, "P1", "DELIVERED")
+    assert store.readers.call(lambda c: message(c, "Y"))["state"] == "DELIVERED"
+
+
 def test_a_report_for_an_unknown_part_id_binds_to_a_part_whose_id_is_not_known(
         store: Store) -> None:
     def unit(c: apsw.Connection) -> None:

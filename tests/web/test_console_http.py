@@ -598,3 +598,21 @@ def test_a_finished_job_runs_again_from_its_page(server: Server) -> None:
             refused = bob.post(f"/jobs/{job_id}/rerun", data={
                 **form, "csrf_token": page_token(bob)})
             assert refused.status_code == 404
+
+
+def test_a_list_export_quotes_every_field_and_defuses_formulas_in_any_locale(
+        server: Server) -> None:
+    """EDGE-7 for the list export: a name that a `;`-separated spreadsheet would split
+    into a formula cell comes out with every piece defused, every field quoted."""
+    lines = ["+905349980001,\"x;=cmd|' /C calc'!A0\"", "+905349980002,@SUM(A1),ok"]
+    with sign_in(server) as client:
+        wait_job(client, _job_of(submit(client, "\n".join(lines), "export-safe")))
+        export = client.get(f"/lists/{_list_id(client, 'export-safe')}/export.csv").text
+    body = export.splitlines()[1:]
+    assert all(line.startswith('"') and line.endswith('"') for line in body), body
+    names = {r[0]: r[1] for r in csv.reader(io.StringIO(export)) if r[0].startswith("+")}
+    assert names["+905349980001"] == "x;'=cmd|' /C calc'!A0"
+    assert names["+905349980002"].startswith("'@")
+    for name in names.values():  # split as a `;` or `,` locale would: no piece a formula
+        for piece in re.split(r"[,;\t]", name):
+            assert not piece.lstrip(" \"").startswith(("=", "+", "-", "@")), name
