@@ -34,10 +34,6 @@ from tests.web.console_support import create_user, page_token, sign_in
 
 EXAMPLES = 200  # over every route
 WRITE_EXAMPLES = 150  # over the routes that read a body, with valid credentials
-WRITE_ROUTES = [("POST", "/api/contacts/import"), ("POST", "/api/messages"),
-                ("POST", "/api/campaigns"), ("POST", f"/callbacks/{PROVIDER}"),
-                ("POST", "/import"), ("POST", "/send/message"), ("POST", "/send/campaign"),
-                ("POST", "/send/campaign/confirm"), ("POST", "/login")]
 _PARAM = re.compile(r"{([^}:]+)(?::[^}]+)?}")
 
 
@@ -52,6 +48,13 @@ def route_table() -> list[tuple[str, list[str]]]:
 
 
 ROUTES = route_table()
+LIKELY = {"provider": PROVIDER, "job_id": "1", "campaign_id": "1", "name": "main",
+          "ref": "A" * 16, "path": "console.css", "list_id": "1", "msisdn": "%2B905321234567"}
+# Every route that reads a body, with values that reach its real work (taken from the
+# app, so a new form or API route is fuzzed with valid credentials too).
+WRITE_ROUTES = sorted({(m, _PARAM.sub(lambda p: LIKELY.get(p.group(1), "1"), path))
+                       for path, methods in ROUTES for m in methods
+                       if m in ("POST", "PUT", "DELETE", "PATCH") and path != "/logout"})
 
 
 @dataclass
@@ -86,7 +89,11 @@ odd_ids = st.sampled_from(["1", "0", "²", "١", "１", "9" * 30, "-1", "1.5", "
                            PROVIDER, "nosuch", "A" * 16, "console.css"])
 param_values = st.one_of(odd_ids, st.text(no_surrogates, min_size=1, max_size=30))
 FIELDS = ["list", "text", "region", "to", "body", "provider", "username", "password", "next",
-          "new_list", "send_key", "expected", "ref", "status", "reported_at", "id", "q"]
+          "new_list", "send_key", "expected", "ref", "status", "reported_at", "id", "q",
+          "msisdn", "reason", "contact", "action"]
+# What the routes read from a query string: paging, filters, counts.
+QUERY_NAMES = [*FIELDS, "limit", "before", "after", "count", "campaign", "state", "from",
+               "stops", "order", "sent", "deleted", "dry_run"]
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
     st.text(no_surrogates, max_size=40),
@@ -139,10 +146,6 @@ class Case:
     accept: str
 
 
-LIKELY = {"provider": PROVIDER, "job_id": "1", "campaign_id": "1", "name": "main",
-          "ref": "A" * 16, "path": "console.css"}
-
-
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
     template, methods = draw(st.sampled_from(ROUTES))
@@ -156,8 +159,7 @@ def cases(draw: st.DrawFn) -> Case:
     path = _PARAM.sub(value, template)
     method = draw(st.sampled_from(methods)) if draw(st.integers(0, 9)) else draw(
         st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH"]))
-    query = draw(st.dictionaries(st.sampled_from(FIELDS), st.text(no_surrogates, max_size=20),
-                                 max_size=3))
+    query = draw(st.dictionaries(st.sampled_from(QUERY_NAMES), param_values, max_size=3))
     return Case(
         method=method, path=path, query=query, body=draw(bodies()),
         content_type=draw(st.sampled_from(CONTENT_TYPES)),
