@@ -309,3 +309,46 @@ CREATE TABLE inbound_accounts (
     inbound_id   INTEGER NOT NULL REFERENCES inbound_messages(id),
     PRIMARY KEY (account_id, inbound_id)
 );
+
+-- OPS-5: status webhooks out. One row (id 1) once [webhooks] has been configured;
+-- `enabled` is 1 while it is (set at each start). While it is, the triggers on
+-- `messages` that write the events exist (appliance/webhooks/outbox.py creates them at
+-- start, and drops them when [webhooks] is not configured: then a state change costs
+-- nothing more than it did before OPS-5). The rest is how delivering goes, kept here
+-- so a restart neither forgets it nor hammers a receiver that is down.
+CREATE TABLE webhook_receiver (
+    id                    INTEGER PRIMARY KEY CHECK (id = 1),
+    url                   TEXT    NOT NULL,
+    enabled               INTEGER NOT NULL,  -- 1: events are written (and delivered)
+    delivered             INTEGER NOT NULL DEFAULT 0,  -- events the receiver took (2xx), ever
+    failed_attempts       INTEGER NOT NULL DEFAULT 0,  -- POSTs that got no 2xx, ever
+    consecutive_failures  INTEGER NOT NULL DEFAULT 0,  -- since the last 2xx
+    paused_until          INTEGER NOT NULL DEFAULT 0,  -- no new POST before this (backoff)
+    last_success_at       INTEGER,
+    last_error            TEXT,
+    last_error_at         INTEGER,
+    updated_at            INTEGER NOT NULL
+);
+
+-- OPS-5: the outbox. One row per event, written by the triggers in the same transaction
+-- as the state change; the id is the order events happened in. Per message, only the
+-- oldest undelivered event has a `next_try_at` (its head): the others wait behind it,
+-- so a message's events go out in order. A delivered event keeps its row (with
+-- `delivered_at`) until retention prunes it.
+CREATE TABLE webhook_outbox (
+    id            INTEGER PRIMARY KEY,
+    event_id      TEXT    NOT NULL,  -- 'evt_' + 32 random hex digits; the receiver dedupes on it
+    message_id    INTEGER NOT NULL,  -- messages.id
+    ref           TEXT    NOT NULL,
+    state         TEXT    NOT NULL,
+    previous      TEXT,  -- the state the previous event said; NULL for the message's first
+    campaign_id   INTEGER,
+    at            INTEGER NOT NULL,  -- our clock: when the state changed (messages.updated_at)
+    next_try_at   INTEGER,  -- NULL: behind an earlier event of its message, or delivered
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    last_error    TEXT,
+    delivered_at  INTEGER  -- our clock, when the receiver answered 2xx; NULL: waiting
+);
+CREATE INDEX webhook_outbox_message ON webhook_outbox (message_id, id);
+CREATE INDEX webhook_outbox_due ON webhook_outbox (next_try_at) WHERE next_try_at IS NOT NULL;
+CREATE INDEX webhook_outbox_delivered ON webhook_outbox (delivered_at);

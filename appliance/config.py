@@ -62,8 +62,24 @@ class AlertSettings:
     coverage_settle_hours: float = 6.0
     inbox_oldest_max_s: float = 3600.0
     overdue_max: int = 0
+    webhooks_oldest_max_s: float = 900.0  # OPS-5: the oldest undelivered status event
     webhook_url: str = ""
     check_interval_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """Status webhooks out (OPS-5): where every message state change is POSTed."""
+
+    url: str = ""  # with secret; both empty: no events are written
+    secret: str = ""  # the HMAC-SHA256 key of X-Appliance-Signature
+    timeout_s: float = 10.0  # one POST, connecting included
+    concurrency: int = 4  # POSTs in flight at once (different messages)
+    retention_days: float = 7.0  # delivered events are kept this long; undelivered ones always
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.url and self.secret)
 
 
 @dataclass(frozen=True)
@@ -138,6 +154,7 @@ class Settings:
     http: HttpSettings = field(default_factory=HttpSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     optout: OptoutSettings = field(default_factory=OptoutSettings)
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
     providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
 
     @property
@@ -175,6 +192,7 @@ SECTIONS: dict[str, type] = {
     "http": HttpSettings,
     "storage": StorageSettings,
     "optout": OptoutSettings,
+    "webhooks": WebhookSettings,
 }
 SECTION_ATTR = {"import": "imports"}
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -274,7 +292,7 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Se
             top[key] = value
     if top:
         blocked = {"imports", "sending", "reports", "alerts", "backup", "http", "storage",
-                   "optout", "providers"}
+                   "optout", "webhooks", "providers"}
         for key in top:
             if key in blocked:
                 raise ConfigError(f"{where}{key}: unknown setting")
@@ -286,7 +304,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     top = {f.name for f in fields(Settings)} - {"imports", "sending", "reports", "alerts",
                                                  "backup", "http", "storage", "optout",
-                                                 "providers"}
+                                                 "webhooks", "providers"}
     for var, value in env.items():
         if not var.startswith("APPLIANCE_") or var in ("APPLIANCE_CONFIG", "APPLIANCE_CLOCK_FILE"):
             continue
@@ -346,10 +364,12 @@ def _validate(s: Settings) -> None:
                               f" {MAX_PARTS_LIMIT} parts), got {p.max_parts}")
     if s.data_dir.exists() and not s.data_dir.is_dir():
         raise ConfigError(f"data_dir: {s.data_dir} exists and is not a directory")
-    urls = (("public_url", s.public_url), ("[alerts] webhook_url", s.alerts.webhook_url))
+    urls = (("public_url", s.public_url), ("[alerts] webhook_url", s.alerts.webhook_url),
+            ("[webhooks] url", s.webhooks.url))
     for where, url in urls:
         if url and not url.startswith(("http://", "https://")):
             raise ConfigError(f"{where}: {url!r} is not an http:// or https:// URL")
+    _validate_webhooks(s.webhooks)
     if s.alerts.check_interval_s <= 0:
         raise ConfigError("[alerts] check_interval_s: must be more than 0")
     from appliance.optout.keywords import keyword_problem
@@ -379,6 +399,21 @@ def _validate(s: Settings) -> None:
     if s.backup.dir and s.backup.interval_hours > 0 and Path(s.backup.dir).exists() \
             and not Path(s.backup.dir).is_dir():
         raise ConfigError(f"[backup] dir: {s.backup.dir} exists and is not a directory")
+
+
+MAX_WEBHOOK_CONCURRENCY = 64
+
+
+def _validate_webhooks(w: WebhookSettings) -> None:
+    if bool(w.url) != bool(w.secret):
+        missing, given = ("secret", "url") if w.url else ("url", "secret")
+        raise ConfigError(f"[webhooks] {missing}: missing; {given} and {missing} go together"
+                          " (the secret signs every event the url receives)")
+    if w.timeout_s <= 0:
+        raise ConfigError("[webhooks] timeout_s: must be more than 0")
+    if not 1 <= w.concurrency <= MAX_WEBHOOK_CONCURRENCY:
+        raise ConfigError(f"[webhooks] concurrency: must be between 1 and"
+                          f" {MAX_WEBHOOK_CONCURRENCY}, got {w.concurrency}")
 
 
 def ensure_data_dir(s: Settings) -> None:

@@ -1,11 +1,13 @@
-"""Retention: pruning old data in bounded batches (IMP-10, DLR-12).
+"""Retention: pruning old data in bounded batches (IMP-10, DLR-12, OPS-5).
 
 Each rule deletes at most ``batch`` rows per step, so pruning a large backlog never
 holds the writer for long; the loop comes back at once while a rule still finds
 rows. Ages are measured on our own receive/finish times, never the provider's. A
 pruned payload records when it was pruned (``payload_pruned_at``: a re-run of that
 job is answered ``410`` with that date). The last rule finishes deleting the
-contacts of a deleted list if the process stopped halfway through.
+contacts of a deleted list if the process stopped halfway through. Status events
+the webhook receiver took go after ``[webhooks] retention_days``; one it has not taken
+is never pruned.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from appliance.config import Settings
 from appliance.inbound.store import prune_raw as prune_raw_inbound
 from appliance.reports.pruning import prune_inbox, prune_raw_reports
 from appliance.service import Appliance
+from appliance.webhooks.outbox import prune_delivered as prune_webhook_events
 
 DAY_MS = 86_400_000
 LOOP = "retention"
@@ -78,6 +81,8 @@ RULES: list[Rule] = [
     Rule("deleted_list_contacts", _deleted_list_contacts, lambda s: 0.0),
     Rule("raw_inbound", lambda c, cut, b, now: prune_raw_inbound(c, cut, b),
          lambda s: s.reports.raw_retention_days),
+    Rule("webhook_outbox", lambda c, cut, b, now: prune_webhook_events(c, cut, b),
+         lambda s: s.webhooks.retention_days),
 ]
 
 

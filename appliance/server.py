@@ -42,6 +42,7 @@ from appliance.service import Appliance
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.web.app import build_app
 from appliance.web.edge import edge_protocol, raise_open_files_limit
+from appliance.webhooks import delivery as webhooks
 
 log = logging.getLogger("appliance")
 WATCHDOG_GRACE_S = 5.0
@@ -149,13 +150,15 @@ def assemble(appliance: Appliance) -> None:
     report_loops.install(appliance)
     retention.install(appliance)
     sender.install(appliance)
+    webhooks.install(appliance)
     ops.install(appliance)
 
 
 def _secrets(settings: Settings) -> list[str]:
     keys = ("api_key", "api_secret", "signature_secret", "auth_token", "secret")
-    return [str(getattr(p, k)) for p in settings.providers.values() for k in keys
-            if getattr(p, k)]
+    found = [str(getattr(p, k)) for p in settings.providers.values() for k in keys
+             if getattr(p, k)]
+    return [*found, settings.webhooks.secret] if settings.webhooks.secret else found
 
 
 def run_server(settings: Settings, appliance: Appliance | None = None, *,

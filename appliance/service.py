@@ -7,8 +7,8 @@ event loop) starts the scheduler; ``stop()`` lets the loops finish their step;
 ``close()`` flushes the writer and closes every connection.
 
 The parts that others read from have typed homes here (``providers``, ``sender``,
-``import_worker``, ``metrics``, ``body_budget``, ``sign_in_guard``): set by whoever
-builds them, ``None`` until then.
+``import_worker``, ``metrics``, ``body_budget``, ``sign_in_guard``, ``webhooks``): set
+by whoever builds them, ``None`` until then.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from appliance.sending.sender import Sender
     from appliance.web.bodies import BodyBudget
     from appliance.web.pages.sign_in_guard import SignInGuard
+    from appliance.webhooks.delivery import WebhookDelivery
 
 log = logging.getLogger("appliance")
 
@@ -44,6 +45,7 @@ class Appliance:
         self.metrics: Metrics | None = None
         self.body_budget: BodyBudget | None = None
         self.sign_in_guard: SignInGuard | None = None
+        self.webhooks: WebhookDelivery | None = None
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._on_close: list[Callable[[], None]] = []
 

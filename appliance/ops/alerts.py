@@ -1,12 +1,14 @@
-"""The two operations alerts, beside the three of DLR-11 (:mod:`appliance.reports.alerts`).
+"""The operations alerts, beside the three of DLR-11 (:mod:`appliance.reports.alerts`).
 
 * ``backup_stale``: scheduled backups are on (``[backup] interval_hours``) and the last
   good backup is older than 1.25 × the interval, or the last attempt failed.
 * ``import_stuck``: an import job is ``RUNNING`` but has made no progress for
   ``[import] stuck_after_s``.
+* ``outbox_stale``: status webhooks are on (OPS-5) and the oldest event the receiver has
+  not taken is older than ``[alerts] webhooks_oldest_max_s``.
 
 :func:`ops_alerts` is a read unit returning the same :class:`Alert` shape as the
-report alerts, so ``/api/stats``, metrics and the webhook treat all five alike.
+report alerts, so ``/api/stats``, metrics and the webhook treat all six alike.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import apsw
 from appliance.config import Settings
 from appliance.ops.backup_status import read_status
 from appliance.reports.alerts import Alert
+from appliance.webhooks.outbox import outbox_health
 
 BACKUP_GRACE = 1.25
 
@@ -59,6 +62,23 @@ def import_alert(conn: apsw.Connection, settings: Settings, now_ms: int) -> Aler
                  f" {shown}")
 
 
+def outbox_alert(conn: apsw.Connection, settings: Settings, now_ms: int) -> Alert:
+    limit = settings.alerts.webhooks_oldest_max_s
+    if not settings.webhooks.configured:
+        return Alert("outbox_stale", False, None, limit, "status webhooks are off")
+    health = outbox_health(conn, now_ms)
+    age = health.oldest_waiting_age_s
+    if age is None:
+        return Alert("outbox_stale", False, 0.0, limit,
+                     "every status event was taken by the receiver")
+    why = f"; last error: {health.last_error}" if health.last_error else ""
+    return Alert("outbox_stale", age > limit, age, limit,
+                 f"{health.waiting} status events waiting, oldest {age:.0f} s"
+                 f" (maximum {limit:g} s){why}")
+
+
 def ops_alerts(conn: apsw.Connection, settings: Settings, now_ms: int) -> list[Alert]:
-    """``backup_stale`` and ``import_stuck`` as of ``now_ms`` (a read unit)."""
-    return [backup_alert(settings, now_ms), import_alert(conn, settings, now_ms)]
+    """``backup_stale``, ``import_stuck`` and ``outbox_stale`` as of ``now_ms`` (a read
+    unit)."""
+    return [backup_alert(settings, now_ms), import_alert(conn, settings, now_ms),
+            outbox_alert(conn, settings, now_ms)]

@@ -8,7 +8,8 @@ A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
 * a collector that reads the rest at scrape time: the writer's queue depth and
   counters, the import rate, and, with one read unit, jobs and messages by state,
   reports by outcome, the inbox, coverage and delivery over the alert window,
-  overdue messages, suppressions by source and inbound messages; plus backup age and
+  overdue messages, suppressions by source, inbound messages and the status webhook
+  outbox (events written, delivered, failed POSTs, waiting, oldest); plus backup age and
   outcome, scheduler heartbeats and one ``appliance_alert_holding`` gauge per alert; and
   the edge (EDGE-1, 2, 4): open connections, what the edge refused, request bodies held,
   free disk space.
@@ -41,6 +42,7 @@ from appliance.optout.suppressions import SOURCES, counts_by_source
 from appliance.reports.alerts import Alert, evaluate
 from appliance.reports.coverage import coverage, inbox_health, overdue
 from appliance.service import Appliance
+from appliance.webhooks.outbox import OutboxHealth, outbox_health
 
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series
@@ -67,6 +69,7 @@ class DbSnapshot:
     alerts: list[Alert] = field(default_factory=list)
     suppressions: dict[str, int] = field(default_factory=dict)
     inbound: dict[str, int] = field(default_factory=dict)
+    webhooks: OutboxHealth = field(default_factory=OutboxHealth)
 
 
 def _grouped(conn: apsw.Connection, sql: str) -> dict[str, int]:
@@ -98,6 +101,7 @@ def read_snapshot(conn: apsw.Connection, appliance: Appliance, now_ms: int) -> D
     snap.alerts = evaluate(conn, settings, now_ms) + ops_alerts(conn, settings, now_ms)
     snap.suppressions = counts_by_source(conn)
     snap.inbound = inbound_counts(conn)
+    snap.webhooks = outbox_health(conn, now_ms)
     return snap
 
 
@@ -181,6 +185,7 @@ class ApplianceCollector(Collector):
                   " quarantined).", "result",
                   {"parsed": snap.inbound.get("raw_parsed", 0),
                    "quarantined": snap.inbound.get("raw_quarantined", 0)})
+        yield from _webhooks(snap.webhooks)
         holding = GaugeMetricFamily("appliance_alert_holding",
                                     "1 while the alert holds, else 0.", labels=["alert"])
         for alert in snap.alerts:
@@ -210,6 +215,32 @@ class ApplianceCollector(Collector):
                                  labels=["version"])
         info.add_metric([__version__], 1.0)
         yield info
+
+
+def _webhooks(health: OutboxHealth) -> Iterator[Metric]:
+    """The status webhook outbox (OPS-5): counters kept in the database, so they hold
+    across restarts (written = delivered + waiting)."""
+    for name, doc, value in (
+        ("appliance_webhook_events_written", "Status events written to the outbox.",
+         health.written),
+        ("appliance_webhook_events_delivered", "Status events the receiver took (2xx).",
+         health.delivered),
+        ("appliance_webhook_failed_attempts", "Status event POSTs that got no 2xx.",
+         health.failed_attempts),
+    ):
+        c = CounterMetricFamily(name, doc)
+        c.add_metric([], float(value))
+        yield c
+    yield _gauge("appliance_webhook_events_waiting", "Status events not taken yet.",
+                 health.waiting)
+    yield _gauge("appliance_webhook_oldest_waiting_age_seconds",
+                 "Age of the oldest status event not taken yet (0 when none).",
+                 health.oldest_waiting_age_s or 0.0)
+    yield _gauge("appliance_webhook_enabled", "1 while [webhooks] is configured.",
+                 1.0 if health.enabled else 0.0)
+    yield _gauge("appliance_webhook_last_success_timestamp_seconds",
+                 "When the receiver last took an event (absent before the first).",
+                 None if health.last_success_at is None else health.last_success_at / 1000)
 
 
 def _edge(appliance: Appliance) -> Iterator[Metric]:

@@ -36,6 +36,7 @@ from appliance.reports.aggregate import message_state
 from appliance.reports.apply import apply_waiting_for_refs
 from appliance.reports.states import FINAL_STATES
 from appliance.sending.segments import Segmentation, segment
+from appliance.store.changes import DirectChanges
 
 # Backoff for transient failures: 2 s x 2^(attempt-1), capped, plus up to 25% jitter.
 BACKOFF_BASE_S = 2.0
@@ -408,9 +409,9 @@ def record_outcomes(
         groups.setdefault(kind, []).append(row)
     counts = {"submitted": 0, "retry": 0, "rejected": 0, "uncertain": 0}
     for kind, rows in groups.items():
-        before = conn.total_changes()
+        changed = DirectChanges(conn)  # not the status events the triggers add (OPS-5)
         conn.executemany(_RECORD_MESSAGE, rows)
-        counts[kind] = conn.total_changes() - before
+        counts[kind] = changed.count()
     id_pairs = [(p, pid) for p, pid, _ref, _part in batch.mapped]
     applied = apply_waiting_for_refs(conn, refs, now_ms, id_pairs, provider=provider) \
         if refs else 0

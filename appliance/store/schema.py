@@ -13,7 +13,7 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -135,12 +135,51 @@ CREATE TABLE inbound_accounts (
 """)
 
 
+def add_webhook_outbox(conn: apsw.Connection) -> None:
+    """Version 7 (OPS-5): the webhook receiver row and the outbox. (The triggers that
+    fill it exist only while webhooks are on: :mod:`appliance.webhooks.outbox`.)"""
+    conn.execute("""
+CREATE TABLE webhook_receiver (
+    id                    INTEGER PRIMARY KEY CHECK (id = 1),
+    url                   TEXT    NOT NULL,
+    enabled               INTEGER NOT NULL,  -- 1: events are written (and delivered)
+    delivered             INTEGER NOT NULL DEFAULT 0,  -- events the receiver took (2xx), ever
+    failed_attempts       INTEGER NOT NULL DEFAULT 0,  -- POSTs that got no 2xx, ever
+    consecutive_failures  INTEGER NOT NULL DEFAULT 0,  -- since the last 2xx
+    paused_until          INTEGER NOT NULL DEFAULT 0,  -- no new POST before this (backoff)
+    last_success_at       INTEGER,
+    last_error            TEXT,
+    last_error_at         INTEGER,
+    updated_at            INTEGER NOT NULL
+);
+
+CREATE TABLE webhook_outbox (
+    id            INTEGER PRIMARY KEY,
+    event_id      TEXT    NOT NULL,  -- 'evt_' + 32 random hex digits; the receiver dedupes on it
+    message_id    INTEGER NOT NULL,  -- messages.id
+    ref           TEXT    NOT NULL,
+    state         TEXT    NOT NULL,
+    previous      TEXT,  -- the state the previous event said; NULL for the message's first
+    campaign_id   INTEGER,
+    at            INTEGER NOT NULL,  -- our clock: when the state changed (messages.updated_at)
+    next_try_at   INTEGER,  -- NULL: behind an earlier event of its message, or delivered
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    last_error    TEXT,
+    delivered_at  INTEGER  -- our clock, when the receiver answered 2xx; NULL: waiting
+);
+CREATE INDEX webhook_outbox_message ON webhook_outbox (message_id, id);
+CREATE INDEX webhook_outbox_due ON webhook_outbox (next_try_at) WHERE next_try_at IS NOT NULL;
+CREATE INDEX webhook_outbox_delivered ON webhook_outbox (delivered_at);
+""")
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
     3: _reject_line_length,
     4: _lists_deleted_and_job_reruns,
     5: add_opt_outs,
+    7: add_webhook_outbox,
 }
 
 
@@ -190,7 +229,8 @@ def migrate(path: str) -> int:
             if version == 0:
                 conn.execute(schema_sql())
             else:
-                for step in range(version + 1, SCHEMA_VERSION + 1):
+                # In order; a number with no step is one this line of the schema never had.
+                for step in sorted(s for s in MIGRATIONS if version < s <= SCHEMA_VERSION):
                     MIGRATIONS[step](conn)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         return SCHEMA_VERSION

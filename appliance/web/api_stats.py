@@ -1,12 +1,16 @@
 """``GET /api/stats``: coverage, delivery rate, inbox health, overdue, alerts.
 
 Coverage, delivery rate, open-by-hour and overdue are the caller's account's own
-messages; the inbox (reports not yet matched to any message) and the alerts are the
-appliance's. See :mod:`appliance.reports.summary`.
+messages; the inbox (reports not yet matched to any message), the status webhook
+outbox (``webhooks``, OPS-5) and the alerts are the appliance's. See
+:mod:`appliance.reports.summary`.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import apsw
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -14,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 from appliance.reports.summary import summary
 from appliance.service import Appliance
 from appliance.web.auth import require_account
+from appliance.webhooks.outbox import outbox_health
 
 
 async def show_stats(request: Request) -> Response:
@@ -21,7 +26,12 @@ async def show_stats(request: Request) -> Response:
     appliance: Appliance = request.app.state.appliance
     now = appliance.now_ms()
     settings = appliance.settings
-    body = await appliance.store.readers.run(lambda c: summary(c, settings, now, account.id))
+
+    def read(c: apsw.Connection) -> dict[str, Any]:  # one snapshot for every figure
+        return {**summary(c, settings, now, account.id),
+                "webhooks": outbox_health(c, now).as_json()}
+
+    body = await appliance.store.readers.run(read)
     return JSONResponse(body)
 
 

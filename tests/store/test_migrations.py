@@ -1,8 +1,9 @@
 """Migrations: a database from every released schema version migrates to the same
-schema a new file gets, and keeps its rows."""
+schema a new file gets (tables, indexes, triggers), and keeps its rows."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +11,15 @@ import apsw
 import pytest
 
 from appliance.store.schema import SCHEMA_VERSION, migrate, open_connection
+from appliance.webhooks.outbox import set_receiver
 
 SCHEMAS = Path(__file__).parent / "schemas"
 RELEASED = sorted(int(p.stem.removeprefix("v")) for p in SCHEMAS.glob("v*.sql"))
 
 
 def shape(path: Path) -> dict[str, Any]:
-    """Tables with their columns (name, type, not null, default, pk) and every index."""
+    """Tables with their columns (name, type, not null, default, pk), every index, and
+    every trigger's SQL (comments and spacing aside)."""
     conn = open_connection(str(path), readonly=True)
     try:
         out: dict[str, Any] = {}
@@ -37,6 +40,11 @@ def shape(path: Path) -> dict[str, Any]:
             covered = [str(r[0]) for r in info]
             # Auto-indexes carry a generated name; compare them by what they cover.
             out[f"index {table}({','.join(covered)})"] = (table, int(unique), covered)
+        triggers: list[Any] = conn.execute(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'").fetchall()
+        for name, sql in triggers:
+            code = re.sub(r"--[^\n]*", "", str(sql))
+            out[f"trigger {name}"] = " ".join(code.split())
         return out
     finally:
         conn.close()
@@ -97,3 +105,28 @@ def test_version_2_counts_the_parts_of_existing_messages_and_gives_sent_ones_a_p
     assert got == {"tr": ("UCS-2", 2, "ş"), "queued": ("GSM-7", 1, None),
                    "refused": ("GSM-7", 2, None), "unsure": ("GSM-7", 1, None)}
     assert parts == {"tr": (1, "P1", "DELIVERED", 7), "unsure": (1, None, "UNCERTAIN", 7)}
+
+
+def test_a_database_from_before_the_webhook_outbox_gets_it(tmp_path: Path) -> None:
+    """Version 7 (OPS-5) on a version-5 file: the outbox; once webhooks are turned on, a
+    message accepted afterwards writes its event."""
+    old = tmp_path / "v5.db"
+    migrate(str(old))
+    conn = apsw.Connection(str(old))
+    conn.execute("DROP TABLE webhook_outbox; DROP TABLE webhook_receiver; PRAGMA user_version=5")
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    fresh = tmp_path / "fresh.db"
+    migrate(str(fresh))
+    assert shape(old) == shape(fresh)
+    conn = open_connection(str(old))
+    try:
+        set_receiver(conn, "http://127.0.0.1:9/", 0)
+        conn.execute("INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0);"
+                     " INSERT INTO messages (ref, account_id, provider, msisdn, body, state,"
+                     " next_attempt_at, created_at, updated_at)"
+                     " VALUES ('r', 1, 'p', '+905321234567', 'hi', 'QUEUED', 0, 5, 5)")
+        assert conn.execute("SELECT ref, state, previous, at FROM webhook_outbox").fetchall() \
+            == [("r", "QUEUED", None, 5)]
+    finally:
+        conn.close()

@@ -20,6 +20,7 @@ def routes() -> list[BaseRoute]:
         optout,
         sending,
         sign_in,
+        webhooks,
     )
     from appliance.web.pages.render import STATIC_DIR
 
@@ -32,5 +33,6 @@ def routes() -> list[BaseRoute]:
         *inbox.routes(),
         *keys.routes(),
         *optout.routes(),
+        *webhooks.routes(),
         Mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]

@@ -1,0 +1,168 @@
+"""The webhook delivery loop (OPS-5): each event POSTed, signed, until a ``2xx``.
+
+A scheduler loop takes the heads that are due (the oldest undelivered event of each
+message, :mod:`appliance.webhooks.outbox`) and POSTs them, at most ``[webhooks]
+concurrency`` at once, each to its own message: a message's next event becomes due only
+in the unit that records this one's ``2xx``, so a receiver never gets event n+1 of a
+message before event n was taken. An event is marked delivered only after its ``2xx``
+and in a write unit of its own; a crash between the two sends it again (at least once:
+the receiver dedupes on ``event_id``).
+
+Failures back off twice over, both on the reconciler's ladder
+(:data:`appliance.reports.inbox.BACKOFF_S`: 1 s, 5 s, 15 s, 1 min, 5 min, 30 min, 2 h,
+6 h, then every 6 h): the event that failed waits for its next step, and so does the
+receiver as a whole, by its failures since the last ``2xx`` (no POST before the pause
+is over, then one at a time until one is taken). A receiver that is down for hours so
+gets a handful of POSTs, not one per waiting event, and when it answers again every
+message goes on at once. Every answer but a ``2xx`` is a failure, ``410 Gone``
+included: events are never dropped; the console and the ``outbox_stale`` alert say
+that they wait, and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from functools import partial
+
+import httpx
+
+from appliance.outgoing_http import async_client
+from appliance.reports.inbox import next_delay_ms
+from appliance.service import Appliance
+from appliance.webhooks import outbox
+from appliance.webhooks.outbox import Event, Gate
+from appliance.webhooks.signature import HEADER, sign
+
+log = logging.getLogger("appliance.webhooks")
+LOOP = "webhooks"
+POLL_S = 0.5  # how soon a new event (written by a trigger) is seen
+STOP_WAIT_S = 5.0  # at shutdown, POSTs in flight get this long (else: sent again later)
+
+
+class WebhookDelivery:
+    """The loop's state: POSTs in flight, and the receiver's backoff."""
+
+    def __init__(self, appliance: Appliance, gate: Gate) -> None:
+        self.appliance = appliance
+        self.settings = appliance.settings.webhooks
+        self.gate = gate
+        self.inflight: dict[int, asyncio.Task[None]] = {}
+        # Events whose outcome was committed while the due heads were being read: that
+        # read may predate the commit, so they are not taken from it.
+        self._finished: set[int] = set()
+        self._client: httpx.AsyncClient | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            n = self.settings.concurrency
+            self._client = async_client(
+                timeout=self.settings.timeout_s,
+                limits=httpx.Limits(max_connections=n, max_keepalive_connections=n))
+        return self._client
+
+    def slots(self, now_ms: int) -> int:
+        """How many more POSTs may start now."""
+        if now_ms < self.gate.paused_until:
+            return 0
+        allowed = 1 if self.gate.failures else self.settings.concurrency
+        return allowed - len(self.inflight)
+
+    async def step(self) -> float | None:
+        now = self.appliance.now_ms()
+        free = self.slots(now)
+        if free <= 0:
+            if now < self.gate.paused_until:
+                return min(POLL_S, (self.gate.paused_until - now) / 1000)
+            return POLL_S  # a POST that ends wakes the loop
+        self._finished.clear()
+        busy = len(self.inflight)
+        due, later = await self.appliance.store.readers.run(
+            lambda c: outbox.due_events(c, now, free + busy))
+        skip = self.inflight.keys() | self._finished
+        fresh = [e for e in due if e.id not in skip][:free]
+        for event in fresh:
+            self.inflight[event.id] = asyncio.create_task(
+                self._deliver(event), name=f"webhook:{event.id}")
+        if len(fresh) == free or later is None:
+            return POLL_S
+        return max(0.0, min(POLL_S, (later - now) / 1000))
+
+    async def _deliver(self, event: Event) -> None:
+        try:
+            error = await self._post(event)
+            now = self.appliance.now_ms()
+            writer = self.appliance.store.writer
+            if error is None:
+                if self.gate.failures:
+                    log.info("webhook receiver takes events again",
+                             extra={"failures": self.gate.failures})
+                self.gate = Gate()
+                await writer.run(partial(outbox.mark_delivered, event=event, now_ms=now))
+                return
+            failures = self.gate.failures + 1
+            self.gate = Gate(failures, now + next_delay_ms(failures - 1))
+            if failures == 1:
+                log.warning("webhook receiver failing: %s", error)
+            retry_at = now + next_delay_ms(event.attempts)
+            await writer.run(partial(outbox.record_failure, event=event, error=error,
+                                     retry_at=retry_at, gate=self.gate, now_ms=now))
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the event stays the head: it is sent again
+            log.exception("webhook event %s: outcome not recorded", event.event_id)
+        finally:
+            self.inflight.pop(event.id, None)
+            self._finished.add(event.id)
+            self.appliance.scheduler.wake(LOOP)
+
+    async def _post(self, event: Event) -> str | None:
+        """POST ``event``; ``None`` for a ``2xx``, else what went wrong."""
+        body = event.body()
+        headers = {"Content-Type": "application/json",
+                   HEADER: sign(body, self.settings.secret)}
+        try:
+            response = await self.client().post(self.settings.url, content=body,
+                                                 headers=headers)
+        except httpx.TimeoutException:
+            return f"no answer within {self.settings.timeout_s:g} s"
+        except httpx.ConnectError as exc:
+            return f"cannot connect: {exc}"
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        if 200 <= response.status_code < 300:
+            return None
+        error = f"answered {response.status_code} {response.reason_phrase}".rstrip()
+        if response.is_redirect:
+            error += " (redirects are not followed: set [webhooks] url to where it points)"
+        return error
+
+    async def stop(self) -> None:
+        """Let the POSTs in flight finish (briefly), then close the connections."""
+        tasks = list(self.inflight.values())
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=min(STOP_WAIT_S,
+                                                               self.settings.timeout_s))
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+            self._client = None
+
+
+def install(appliance: Appliance) -> None:
+    """Turn events on or off as ``[webhooks]`` says, and start delivering when on."""
+    settings = appliance.settings.webhooks
+    url = settings.url if settings.configured else None
+    gate = appliance.store.writer.call(
+        partial(outbox.set_receiver, url=url, now_ms=appliance.now_ms()))
+    if url is None:
+        return
+    delivery = WebhookDelivery(appliance, gate)
+    appliance.webhooks = delivery
+    appliance.scheduler.add(LOOP, delivery.step, interval_s=POLL_S)
+    appliance.on_stop(delivery.stop)
