@@ -13,7 +13,7 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 6
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -136,7 +136,7 @@ CREATE TABLE inbound_accounts (
 
 
 def add_webhook_outbox(conn: apsw.Connection) -> None:
-    """Version 7 (OPS-5): the webhook receiver row and the outbox. (The triggers that
+    """Version 6 (OPS-5): the webhook receiver row and the outbox. (The triggers that
     fill it exist only while webhooks are on: :mod:`appliance.webhooks.outbox`.)"""
     conn.execute("""
 CREATE TABLE webhook_receiver (
@@ -179,7 +179,7 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     3: _reject_line_length,
     4: _lists_deleted_and_job_reruns,
     5: add_opt_outs,
-    7: add_webhook_outbox,
+    6: add_webhook_outbox,
 }
 
 
@@ -230,7 +230,7 @@ def migrate(path: str) -> int:
                 conn.execute(schema_sql())
             else:
                 # In order; a number with no step is one this line of the schema never had.
-                for step in sorted(s for s in MIGRATIONS if version < s <= SCHEMA_VERSION):
+                for step in range(version + 1, SCHEMA_VERSION + 1):
                     MIGRATIONS[step](conn)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         return SCHEMA_VERSION

@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import pytest
 
-from appliance.store.schema import SCHEMA_VERSION, migrate, open_connection
+from appliance.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, open_connection
 from appliance.webhooks.outbox import set_receiver
 
 SCHEMAS = Path(__file__).parent / "schemas"
@@ -107,14 +107,22 @@ def test_version_2_counts_the_parts_of_existing_messages_and_gives_sent_ones_a_p
     assert parts == {"tr": (1, "P1", "DELIVERED", 7), "unsure": (1, None, "UNCERTAIN", 7)}
 
 
+def at_version(path: Path, version: int) -> None:
+    """A database as an appliance at ``version`` left it: v1, then the steps up to it."""
+    conn = apsw.Connection(str(path))
+    conn.execute((SCHEMAS / "v1.sql").read_text())
+    with conn:
+        for step in range(2, version + 1):
+            MIGRATIONS[step](conn)
+        conn.execute(f"PRAGMA user_version={version}")
+    conn.close()
+
+
 def test_a_database_from_before_the_webhook_outbox_gets_it(tmp_path: Path) -> None:
-    """Version 7 (OPS-5) on a version-5 file: the outbox; once webhooks are turned on, a
+    """Version 6 (OPS-5) on a version-5 file: the outbox; once webhooks are turned on, a
     message accepted afterwards writes its event."""
     old = tmp_path / "v5.db"
-    migrate(str(old))
-    conn = apsw.Connection(str(old))
-    conn.execute("DROP TABLE webhook_outbox; DROP TABLE webhook_receiver; PRAGMA user_version=5")
-    conn.close()
+    at_version(old, 5)
     assert migrate(str(old)) == SCHEMA_VERSION
     fresh = tmp_path / "fresh.db"
     migrate(str(fresh))
