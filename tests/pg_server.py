@@ -5,7 +5,8 @@
 PostgreSQL refuses to run as root, so as root the server runs as the ``postgres``
 system user the Debian package creates (``runuser -u postgres --``) in a directory it
 owns. One server is shared by every test of a session (``pg_server`` fixture); each test
-gets a database of its own (``pg_url``), which costs a ``CREATE DATABASE``.
+gets an empty database of its own (``pg_url``): a schema, first on its URL's search path,
+which costs a millisecond where a ``CREATE DATABASE`` costs half a second.
 
 When the binaries are missing the fixtures skip, saying how to install them.
 """
@@ -21,7 +22,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +137,7 @@ class PgServer:
 
 
 _counter = itertools.count(1)
+TEST_DATABASE = "appliance_tests"
 
 
 @pytest.fixture(scope="session")
@@ -146,20 +147,25 @@ def pg_server() -> Iterator[PgServer]:
         server = PgServer.start()
     except FileNotFoundError as exc:
         pytest.skip(str(exc))
-    started = time.monotonic()
     try:
+        server.create_database(TEST_DATABASE)
         yield server
     finally:
-        del started
         server.stop()
 
 
 @pytest.fixture
 def pg_url(pg_server: PgServer) -> Iterator[str]:
-    """A URL of a new, empty database on the session's server."""
-    name = f"t{os.getpid()}_{next(_counter)}"
-    url = pg_server.create_database(name)
+    """A URL whose database is empty: a schema of its own, first on its search path
+    (a schema costs a millisecond where a database costs half a second)."""
+    import psycopg
+
+    schema = f"t{os.getpid()}_{next(_counter)}"
+    base = pg_server.url_for(TEST_DATABASE)
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
     try:
-        yield url
+        yield f"{base}?options=-csearch_path%3D{schema}"
     finally:
-        pg_server.drop_database(name)
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -40,11 +40,11 @@ def sqlite_shape(conn: apsw.Connection) -> dict[str, Shape]:
         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
     for t in tables:
         cols = []
-        pk: list[str] = []
+        pk: list[tuple[int, str]] = []
         for _cid, name, typ, notnull, dflt, pkpos in conn.execute(f"PRAGMA table_info({t})"):
             cols.append((name, TYPES[typ], bool(notnull) or pkpos > 0, _default(dflt)))
             if pkpos:
-                pk.append((pkpos, name))  # type: ignore[arg-type]
+                pk.append((int(pkpos), str(name)))
         uniques, indexes = set(), {}
         for _seq, iname, unique, origin, _partial in conn.execute(f"PRAGMA index_list({t})"):
             columns = tuple(r[2] for r in conn.execute(f"PRAGMA index_info({iname})"))
@@ -53,7 +53,7 @@ def sqlite_shape(conn: apsw.Connection) -> dict[str, Shape]:
             elif origin == "u":
                 uniques.add(columns)
         fks = {(r[3], r[2], r[4]) for r in conn.execute(f"PRAGMA foreign_key_list({t})")}
-        shape[t] = {"columns": cols, "pk": tuple(n for _p, n in sorted(pk)),  # type: ignore[misc]
+        shape[t] = {"columns": cols, "pk": tuple(n for _p, n in sorted(pk)),
                     "uniques": uniques, "indexes": indexes, "fks": fks}
     return shape
 
@@ -68,7 +68,8 @@ def pg_shape(conn: PgConnection) -> dict[str, Shape]:
                     "SELECT column_name, data_type, is_nullable, column_default"
                     " FROM information_schema.columns WHERE table_schema = current_schema()"
                     " AND table_name = ? ORDER BY ordinal_position", (t,))]
-        uniques, indexes, pk = set(), {}, ()
+        uniques, indexes = set(), {}
+        pk: tuple[str, ...] = ()
         for iname, unique, primary, constraint, columns in conn.execute(
                 "SELECT i.relname, x.indisunique, x.indisprimary,"
                 " EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid),"
