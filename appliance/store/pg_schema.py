@@ -53,6 +53,13 @@ def user_tables(conn: PgConnection) -> list[str]:
         " ORDER BY c.relname")]
 
 
+def create(conn: PgConnection) -> None:
+    """The current schema and its version, in the caller's transaction."""
+    conn.execute(postgresql_schema_sql())
+    conn.execute(f"CREATE TABLE {VERSION_TABLE} (version BIGINT NOT NULL)")
+    conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (?)", (SCHEMA_VERSION,))
+
+
 def migrate(conn: PgConnection, where: str = "the database") -> int:
     """Create or upgrade the schema; return the version it is now at."""
     conn.execute("BEGIN")
@@ -69,10 +76,7 @@ def migrate(conn: PgConnection, where: str = "the database") -> int:
                 raise NotAnApplianceDatabase(
                     f"{where} has tables ({', '.join(others[:5])}) but no appliance schema;"
                     " give the appliance a database of its own")
-            conn.execute(postgresql_schema_sql())
-            conn.execute(f"CREATE TABLE {VERSION_TABLE} (version BIGINT NOT NULL)")
-            conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (?)",
-                         (SCHEMA_VERSION,))
+            create(conn)
         elif found < SCHEMA_VERSION:
             if found < FIRST_VERSION:
                 raise SchemaTooNew(f"{where} has schema version {found}, older than any"
