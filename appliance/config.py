@@ -145,10 +145,6 @@ class Settings:
     providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
 
     @property
-    def uses_postgresql(self) -> bool:
-        return bool(self.database_url)
-
-    @property
     def db_path(self) -> Path:
         return self.data_dir / "appliance.db"
 
