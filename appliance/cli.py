@@ -103,6 +103,18 @@ def restore(data_dir: str | None, config_file: str | None, src: str) -> None:
     run_restore(settings_from(data_dir, config_file), Path(src))
 
 
+@main.command()
+@data_dir_option
+@click.option("--to", "to_url", required=True, metavar="URL",
+              help="An empty PostgreSQL database: postgresql://user:password@host:5432/db.")
+def migrate(data_dir: str | None, config_file: str | None, to_url: str) -> None:
+    """Copy the data dir's SQLite database into an empty PostgreSQL database, verified by
+    row counts (the server must be stopped)."""
+    from appliance.ops.cli_migrate import run_migrate
+
+    run_migrate(settings_from(data_dir, config_file), to_url)
+
+
 @main.group("config")
 def config_group() -> None:
     """The configuration (file, environment, flags)."""

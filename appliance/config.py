@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -136,6 +137,9 @@ class ProviderSettings:
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = Path("./data")
+    # SCALE-1: "postgresql://user:pass@host/db" keeps the data in PostgreSQL instead of
+    # the SQLite file in the data dir; several processes may share one database.
+    database_url: str = ""
     host: str = "127.0.0.1"
     port: int = 8080
     public_url: str = ""
@@ -370,6 +374,10 @@ def _validate(s: Settings) -> None:
         if url and not url.startswith(("http://", "https://")):
             raise ConfigError(f"{where}: {url!r} is not an http:// or https:// URL")
     _validate_webhooks(s.webhooks)
+    if s.database_url:
+        problem = database_url_problem(s.database_url)
+        if problem:
+            raise ConfigError(f"database_url: {mask_database_url(s.database_url)!r} {problem}")
     if s.alerts.check_interval_s <= 0:
         raise ConfigError("[alerts] check_interval_s: must be more than 0")
     from appliance.optout.keywords import keyword_problem
@@ -416,6 +424,48 @@ def _validate_webhooks(w: WebhookSettings) -> None:
                           f" {MAX_WEBHOOK_CONCURRENCY}, got {w.concurrency}")
 
 
+DATABASE_SCHEMES = ("postgresql", "postgres")
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why ``url`` is not a PostgreSQL URL the appliance can use, or None."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    if parts.scheme not in DATABASE_SCHEMES:
+        return "is not a postgresql:// URL (postgresql://user:password@host:5432/database)"
+    if any(c.isspace() for c in url):
+        return "has white space in it"
+    query = urllib.parse.parse_qs(parts.query)
+    if not parts.hostname and "host" not in query:
+        return "names no host (postgresql://user:password@host:5432/database)"
+    if not parts.path.strip("/") and "dbname" not in query:
+        return "names no database (postgresql://user:password@host:5432/database)"
+    if port is not None and not 0 < port < 65536:
+        return "has a port that is not a TCP port"
+    return None
+
+
+def mask_database_url(url: str) -> str:
+    """``url`` with its password (in the user part or ``?password=``) as ``***``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "***"
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, host = netloc.rsplit("@", 1)
+        if ":" in user:
+            user = user.split(":", 1)[0] + ":***"
+        netloc = f"{user}@{host}"
+    query = "&".join(f"{pair.partition('=')[0]}=***" if pair.startswith("password=") else pair
+                     for pair in parts.query.split("&") if pair)
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
+
+
 def ensure_data_dir(s: Settings) -> None:
     """Create the data directory, or say clearly why it cannot be used."""
     try:
@@ -442,6 +492,8 @@ def masked(s: Settings) -> dict[str, Any]:
     def mask(key: str, value: Any) -> Any:
         if key in SECRET_KEYS and value:
             return "***"
+        if key == "database_url" and value:
+            return mask_database_url(str(value))
         return value
 
     return walk(s)  # type: ignore[no-any-return]

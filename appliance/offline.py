@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from appliance.config import ConfigError, Settings, ensure_data_dir
-from appliance.service import Appliance
+from appliance.service import SERVES_SQLITE_ONLY, Appliance
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.store.schema import SchemaTooNew
 
@@ -23,6 +23,8 @@ class OfflineAppliance:
     """``with OfflineAppliance(settings) as appliance:`` for one CLI command."""
 
     def __init__(self, settings: Settings) -> None:
+        if settings.database_url:
+            fail(SERVES_SQLITE_ONLY)
         try:
             ensure_data_dir(settings)
         except ConfigError as exc:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from appliance.clock import Clock
-from appliance.config import Settings, ensure_data_dir
+from appliance.config import ConfigError, Settings, ensure_data_dir
 from appliance.providers.registry import Providers
 from appliance.scheduler import Scheduler
 from appliance.store import Store
@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     from appliance.webhooks.delivery import WebhookDelivery
 
 log = logging.getLogger("appliance")
+# The PostgreSQL store, its schema and `appliance migrate --to` exist; the loops and
+# routes are served from the SQLite file only, so a database_url is refused rather than
+# ignored.
+SERVES_SQLITE_ONLY = (
+    "database_url: this version serves from the SQLite file in the data dir only;"
+    " remove database_url (or APPLIANCE_DATABASE_URL) to serve. `appliance migrate --to`"
+    " already copies the data into PostgreSQL (see docs/operations.md)")
 
 class Appliance:
     def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
@@ -59,6 +66,8 @@ class Appliance:
         return self.clock.now_ms()
 
     def open(self) -> Appliance:
+        if self.settings.database_url:
+            raise ConfigError(SERVES_SQLITE_ONLY)
         ensure_data_dir(self.settings)
         self._store = Store.open(
             str(self.settings.db_path),

@@ -13,8 +13,15 @@ from appliance.ops.backup import BackupFailed, BackupRefused, take_backup
 from appliance.ops.backup_status import record_failure, record_success
 from appliance.ops.restore import RestoreRefused, restore
 
+POSTGRESQL_BACKUPS = (
+    "the data is in PostgreSQL (database_url), whose backups are its own: pg_dump for a"
+    " copy, base backups with WAL archiving for a point in time; see docs/operations.md,"
+    " \"Backups on PostgreSQL\"")
+
 
 def run_backup(settings: Settings, dest: Path) -> None:
+    if settings.database_url:
+        raise click.ClickException(f"backup: {POSTGRESQL_BACKUPS}")
     now = Clock.from_env().now_ms()
     try:
         result = take_backup(settings.db_path, dest, now)

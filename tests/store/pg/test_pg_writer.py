@@ -1,0 +1,162 @@
+"""The writer and readers on PostgreSQL: group commit, unit isolation, a resolved future
+means committed, one snapshot per read unit, a lost connection made again."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+
+from appliance.config import Settings
+from appliance.store import Store
+from appliance.store.errors import STORAGE_ERRORS, IntegrityError, StoreError
+from appliance.store.pg import PgConnection
+from appliance.store.pg_store import PgStore
+from appliance.store.writer import WriterClosed
+
+
+def insert_state(key: str) -> Callable[[PgConnection], int]:
+    def unit(conn: PgConnection) -> int:
+        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES (?, 'v', 0)",
+                     (key,))
+        return conn.changes()
+    return unit
+
+
+def count_state(conn: PgConnection) -> int:
+    return int(conn.execute("SELECT count(*) FROM appliance_state").fetchone()[0])
+
+
+def test_settings_with_a_database_url_open_postgresql(pg_url: str, tmp_path: Any) -> None:
+    store = Store.open(Settings(data_dir=tmp_path, database_url=pg_url))
+    try:
+        assert isinstance(store, PgStore)
+        assert store.writer.call(insert_state("k")) == 1
+    finally:
+        store.close()
+    lite = Store.open(Settings(data_dir=tmp_path))
+    try:
+        assert isinstance(lite, Store)
+        assert (tmp_path / "appliance.db").is_file()
+    finally:
+        lite.close()
+
+
+def test_units_arriving_together_share_one_commit(pg_store: PgStore) -> None:
+    gate = threading.Event()
+    pg_store.writer.submit(lambda conn: gate.wait(5))  # hold the writer while others queue
+    futures = [pg_store.writer.submit(insert_state(f"k{i}")) for i in range(200)]
+    commits_before = pg_store.writer.stats.commits
+    gate.set()
+    for f in futures:
+        f.result(10)
+    assert pg_store.writer.stats.commits - commits_before <= 2
+    assert pg_store.readers.call(count_state) == 200
+
+
+def test_a_failing_unit_is_rolled_back_alone(pg_store: PgStore) -> None:
+    gate = threading.Event()
+    pg_store.writer.submit(lambda conn: gate.wait(5))
+    good1 = pg_store.writer.submit(insert_state("a"))
+
+    def bad(conn: PgConnection) -> None:
+        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES ('b', 'v', 0)")
+        raise ValueError("refused")
+
+    def bad_sql(conn: PgConnection) -> None:
+        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES ('d', 'v', 0)")
+        conn.execute("SELECT no_such_column FROM appliance_state")
+
+    failing = pg_store.writer.submit(bad)
+    duplicate = pg_store.writer.submit(insert_state("a"))  # violates the primary key
+    broken_sql = pg_store.writer.submit(bad_sql)  # aborts PostgreSQL's transaction
+    good2 = pg_store.writer.submit(insert_state("c"))
+    gate.set()
+    good1.result(5)
+    good2.result(5)
+    with pytest.raises(ValueError, match="refused"):
+        failing.result(5)
+    with pytest.raises(IntegrityError):
+        duplicate.result(5)
+    with pytest.raises(StoreError):
+        broken_sql.result(5)
+    keys = pg_store.readers.call(
+        lambda c: [r[0] for r in c.execute("SELECT key FROM appliance_state ORDER BY key")])
+    assert keys == ["a", "c"]
+
+
+def test_result_is_visible_to_readers_when_the_future_resolves(pg_store: PgStore) -> None:
+    seen: list[int] = []
+    for i in range(20):
+        pg_store.writer.submit(insert_state(f"v{i}")).result(5)
+        seen.append(pg_store.readers.call(count_state))
+    assert seen == list(range(1, 21))
+
+
+def test_the_writer_commits_synchronously(pg_store: PgStore) -> None:
+    assert pg_store.writer.call(
+        lambda c: c.execute("SHOW synchronous_commit").fetchone()[0]) == "on"
+
+
+def test_readers_cannot_write(pg_store: PgStore) -> None:
+    with pytest.raises(StoreError, match="read-only"):
+        pg_store.readers.call(insert_state("x"))
+
+
+def test_a_read_unit_sees_one_snapshot(pg_store: PgStore) -> None:
+    first_read = threading.Event()
+    written = threading.Event()
+
+    def read_twice(conn: PgConnection) -> tuple[int, int]:
+        before = count_state(conn)
+        first_read.set()
+        written.wait(5)
+        return before, count_state(conn)
+
+    result: list[tuple[int, int]] = []
+    reader = threading.Thread(target=lambda: result.append(pg_store.readers.call(read_twice)))
+    reader.start()
+    assert first_read.wait(5)
+    pg_store.writer.call(insert_state("between"))
+    written.set()
+    reader.join(5)
+    assert result == [(0, 0)]  # the commit in between is not seen halfway
+    assert pg_store.readers.call(count_state) == 1
+
+
+def test_stopped_writer_refuses_and_flushes_queued_units(pg_url: str) -> None:
+    s = PgStore.open(pg_url)
+    futures = [s.writer.submit(insert_state(f"k{i}")) for i in range(50)]
+    s.close()
+    assert all(f.done() and f.exception() is None for f in futures)
+    with pytest.raises(WriterClosed):
+        s.writer.submit(insert_state("late"))
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM appliance_state").fetchone() == (50,)
+
+
+def test_a_lost_connection_fails_its_batch_and_the_next_one_connects_again(
+        pg_store: PgStore, pg_url: str) -> None:
+    pid = pg_store.writer.call(lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0])
+    with psycopg.connect(pg_url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    # The batch that meets the dead connection fails whole, as unavailable storage...
+    with pytest.raises(STORAGE_ERRORS):
+        pg_store.writer.call(insert_state("lost"), timeout=10)
+    # ...and the writer connects again for the next one.
+    assert pg_store.writer.call(insert_state("after"), timeout=10) == 1
+    assert pg_store.writer.reconnects == 1
+    keys = pg_store.readers.call(lambda c: [r[0] for r in c.execute(
+        "SELECT key FROM appliance_state")])
+    assert keys == ["after"]
+
+
+def test_readers_survive_a_lost_connection(pg_store: PgStore, pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                      " WHERE application_name = 'appliance-reader'")
+    # The pool checks a connection before lending it, so no read meets the dead one.
+    assert [pg_store.readers.call(count_state) for _ in range(3)] == [0, 0, 0]
