@@ -272,7 +272,10 @@ class ProviderLane:
         rate_batch = math.ceil(s.rate_per_s) if s.rate_per_s > 0 else batch_size
         self.batch_size = max(1, min(batch_size, max(self.concurrency, rate_batch)))
         self.high: deque[Claimed] = deque()
-        self.normal: deque[Claimed] = deque()
+        # Normal priority, one queue per campaign (None: single messages), taken from in
+        # turn: a campaign reserved first does not hold the others back (OPS-1).
+        self.normal: dict[int | None, deque[Claimed]] = {}
+        self._turns: deque[int | None] = deque()
         self.ready = asyncio.Event()
         self.flusher = Flusher(sender, self)
         self.workers: list[asyncio.Task[None]] = []
@@ -284,37 +287,52 @@ class ProviderLane:
         self.unrecorded = 0  # handed to the transport, outcome not committed yet
 
     def waiting(self) -> int:
-        return len(self.high) + len(self.normal)
+        return len(self.high) + sum(len(q) for q in self.normal.values())
 
     def add(self, batch: list[Claimed]) -> None:
         for msg in batch:
-            (self.high if msg.priority == PRIORITY_HIGH else self.normal).append(msg)
+            if msg.priority == PRIORITY_HIGH:
+                self.high.append(msg)
+                continue
+            queue = self.normal.get(msg.campaign_id)
+            if queue is None:
+                queue = self.normal[msg.campaign_id] = deque()
+                self._turns.append(msg.campaign_id)
+            queue.append(msg)
         if batch:
             self.ready.set()
 
     def pop(self) -> Claimed | None:
-        for queue in (self.high, self.normal):
+        """The next message to send: high priority first, then the campaigns in turn."""
+        msg: Claimed | None = None
+        if self.high:
+            msg = self.high.popleft()
+        while msg is None and self._turns:
+            key = self._turns.popleft()
+            queue = self.normal[key]
+            msg = queue.popleft()
             if queue:
-                msg = queue.popleft()
-                if not self.waiting():
-                    self.ready.clear()
-                return msg
-        self.ready.clear()
-        return None
+                self._turns.append(key)
+            else:
+                del self.normal[key]
+        if not self.waiting():
+            self.ready.clear()
+        return msg
 
     def forget(self, campaign_id: int) -> list[int]:
         """Drop the campaign's reserved messages from the queue; returns their ids."""
-        kept = [m for m in self.normal if m.campaign_id != campaign_id]
-        gone = [m.id for m in self.normal if m.campaign_id == campaign_id]
-        self.normal = deque(kept)
+        gone = self.normal.pop(campaign_id, deque())
+        if gone:
+            self._turns.remove(campaign_id)
         if not self.waiting():
             self.ready.clear()
-        return gone
+        return [m.id for m in gone]
 
     def drain(self) -> list[int]:
-        ids = [m.id for m in self.high] + [m.id for m in self.normal]
+        ids = [m.id for m in self.high] + [m.id for q in self.normal.values() for m in q]
         self.high.clear()
         self.normal.clear()
+        self._turns.clear()
         self.ready.clear()
         return ids
 
