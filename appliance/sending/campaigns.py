@@ -201,7 +201,8 @@ def dry_run(conn: apsw.Connection, account_id: int, list_name: str, provider: st
     messages = parts = ucs2 = 0
     longest: Segmentation | None = None
     longest_text = template.render(None)
-    because = static.ucs2_because
+    because: str | None = None  # from the largest group of UCS-2 messages
+    because_count = 0
     seen: dict[str, Segmentation] = {}
     for name, count in groups:
         text = template.render(None if name is None else str(name))
@@ -213,11 +214,12 @@ def dry_run(conn: apsw.Connection, account_id: int, list_name: str, provider: st
         parts += n * seg.count
         if seg.encoding == "UCS-2":
             ucs2 += n
-            because = because or seg.ucs2_because
+            if n > because_count:
+                because, because_count = seg.ucs2_because, n
         if _better(seg, longest):
             longest, longest_text = seg, text
     return DryRun(list_name, provider, messages, parts, suppressed, longest or static,
-                  longest_text, ucs2, because if ucs2 else None, True, contacts, last_id)
+                  longest_text, ucs2, because, True, contacts, last_id)
 
 
 @dataclass
