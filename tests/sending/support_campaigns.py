@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -12,7 +13,7 @@ from tests.sending.support import SimulatorProcess
 
 
 def import_list(api: httpx.Client, name: str, count: int, prefix: str = "+90532",
-                names: list[str | None] | None = None) -> list[str]:
+                names: Sequence[str | None] | None = None) -> list[str]:
     """Import ``count`` numbers (with a name each when given) into list ``name``."""
     width = 12 - len(prefix.lstrip("+"))  # Turkish mobiles: +90 5XX XXX XX XX
     numbers = [f"{prefix}{i:0{width}d}" for i in range(count)]
