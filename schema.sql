@@ -132,6 +132,7 @@ CREATE TABLE campaigns (
     -- OPS-3: 1 when the body is a template ({name}, {name|fallback}, {{ }}) rendered per
     -- contact; 0 for a body sent as written.
     personalised     INTEGER NOT NULL DEFAULT 0,
+    planned_parts    INTEGER NOT NULL DEFAULT 0,  -- the dry run's parts at acceptance
     UNIQUE (account_id, idempotency_key)
 );
 

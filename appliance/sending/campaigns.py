@@ -75,6 +75,7 @@ class NewCampaign:
     idempotency_key: str
     send_at: int | None = None
     window: SendWindow | None = None
+    planned_parts: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class Campaign:
     window_to: int | None = None
     window_tz: str | None = None
     personalised: int = 0
+    planned_parts: int = 0
 
     @property
     def expanded(self) -> bool:
@@ -117,8 +119,8 @@ class Campaign:
 
     @property
     def parts(self) -> int:
-        """SMS parts planned at acceptance for a body without placeholders."""
-        return self.total * self.segmentation.count
+        """SMS parts planned at acceptance (the dry run's count)."""
+        return self.planned_parts or self.total * self.segmentation.count
 
     def sendable(self, now_ms: int) -> bool:
         return sendable(self.state, self.send_at, self.window, now_ms)
@@ -227,7 +229,7 @@ class Progress:
     campaign: Campaign
     counts: dict[str, int] = field(default_factory=dict)
     suppressed: int = 0  # CANCELLED because the number is on the suppression list
-    parts: int = 0  # SMS parts of the messages created and not cancelled
+    parts: int = 0  # SMS parts of its messages (not cancelled); the plan until all exist
     max_parts: int = 0  # the most parts any of its messages has
     now_ms: int = 0
 
@@ -272,7 +274,7 @@ class Progress:
 COLUMNS = (
     "c.id, c.account_id, c.list_id, l.name, c.provider, c.body, c.state, c.total,"
     " c.queued_through, c.last_contact_id, c.created_at, c.updated_at, c.send_at,"
-    " c.window_from, c.window_to, c.window_tz, c.personalised"
+    " c.window_from, c.window_to, c.window_tz, c.personalised, c.planned_parts"
 )
 
 
@@ -312,11 +314,11 @@ def create_campaign(conn: apsw.Connection, new: NewCampaign, now_ms: int,
     conn.execute(
         "INSERT INTO campaigns (account_id, list_id, provider, body, idempotency_key, state,"
         " total, queued_through, last_contact_id, created_at, updated_at, send_at,"
-        " window_from, window_to, window_tz, personalised)"
-        " VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, 0, ?, ?, ?, ?, ?, ?, ?, 1)",
+        " window_from, window_to, window_tz, personalised, planned_parts)"
+        " VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, 0, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
         (new.account_id, list_id, new.provider, new.body, new.idempotency_key, total, last_id,
          now_ms, now_ms, new.send_at, w.start if w else None, w.end if w else None,
-         w.tz if w else None),
+         w.tz if w else None, new.planned_parts),
     )
     campaign_id = conn.last_insert_rowid()
     got = get_campaign(conn, campaign_id)
@@ -345,6 +347,8 @@ def campaign_progress(conn: apsw.Connection, campaign: Campaign, now_ms: int = 0
         "SELECT count(*) FROM messages WHERE campaign_id = ? AND state = 'CANCELLED'"
         " AND error = ?", (campaign.id, SUPPRESSED)).fetchone()
     parts = sum(int(r[2] or 0) for r in rows if r[0] != "CANCELLED")
+    if not campaign.expanded and campaign.state != CANCELLED:
+        parts = max(parts, campaign.parts)  # not all created yet: the dry run's count
     most = max((int(r[3] or 0) for r in rows), default=0)
     return Progress(campaign, {str(r[0]): int(r[1]) for r in rows}, int(suppressed[0]),
                     parts, most, now_ms)

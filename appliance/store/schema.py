@@ -151,6 +151,7 @@ ALTER TABLE campaigns ADD COLUMN window_from INTEGER;
 ALTER TABLE campaigns ADD COLUMN window_to INTEGER;
 ALTER TABLE campaigns ADD COLUMN window_tz TEXT;
 ALTER TABLE campaigns ADD COLUMN personalised INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE campaigns ADD COLUMN planned_parts INTEGER NOT NULL DEFAULT 0;
 DROP INDEX messages_campaign_state;
 CREATE INDEX messages_campaign_state ON messages (campaign_id, state, parts);
 CREATE INDEX messages_lanes ON messages (provider, priority, campaign_id, state, next_attempt_at)

@@ -454,6 +454,7 @@ async def create_campaign(request: Request) -> Response:
         idempotency_key=key if key is not None else "auto:" + new_ref(now),
         send_at=send_at,
         window=window,
+        planned_parts=plan.parts,
     )
     reserve = below_reserve(appliance.settings)
     if reserve is not None:

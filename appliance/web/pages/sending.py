@@ -222,10 +222,16 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         answer = refusal(request, session, 503, "storage_full", reserve)
         answer.headers["Retry-After"] = str(STORAGE_RETRY_AFTER_S)
         return answer
-    new = camp.NewCampaign(account_id=session.account_id, list_name=name,
+    account_id = session.account_id
+    try:
+        plan = await appliance.store.readers.run(lambda c: camp.dry_run(
+            c, account_id, name, checked["provider"], checked["body"]))
+    except camp.NoSuchList as exc:
+        return await _send_page(request, session, 422, str(exc), _values(form))
+    new = camp.NewCampaign(account_id=account_id, list_name=name,
                            provider=checked["provider"], body=checked["body"],
                            idempotency_key=key, send_at=checked["send_at"],
-                           window=checked["window"])
+                           window=checked["window"], planned_parts=plan.parts)
     now = appliance.now_ms()
 
     def unit(c: apsw.Connection) -> tuple[camp.Campaign, bool]:
