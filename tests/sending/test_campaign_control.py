@@ -69,8 +69,8 @@ def quiet_start(rig: Rig) -> None:
 
 def test_pause_stops_every_submission_from_its_answer_on_and_resume_goes_on(rig: Rig) -> None:
     import_list(rig.api, "pause", 1000, "+90533")
-    c = campaign(rig.api, "pause")
     start = submissions(rig.sim)
+    c = campaign(rig.api, "pause")
     wait_for(lambda: submissions(rig.sim) - start >= 100, 30, message="sending under way")
     answer = rig.api.post(f"/api/campaigns/{c['campaignId']}/pause")
     acknowledged = now_ms()
@@ -97,8 +97,8 @@ def test_pause_stops_every_submission_from_its_answer_on_and_resume_goes_on(rig:
 
 def test_cancel_leaves_nothing_queued_and_sends_nothing_more(rig: Rig) -> None:
     import_list(rig.api, "cancel", 800, "+90534")
-    c = campaign(rig.api, "cancel")
     start = submissions(rig.sim)
+    c = campaign(rig.api, "cancel")
     wait_for(lambda: submissions(rig.sim) - start >= 50, 30, message="sending under way")
     answer = rig.api.post(f"/api/campaigns/{c['campaignId']}/cancel")
     acknowledged = now_ms()
@@ -157,12 +157,12 @@ def test_a_window_closed_now_holds_the_campaign_until_it_opens(rig: Rig) -> None
 def test_two_campaigns_started_together_progress_together(rig: Rig) -> None:
     import_list(rig.api, "fair-a", 600, "+90537")
     import_list(rig.api, "fair-b", 600, "+90538")
+    start = submissions(rig.sim)
     a = campaign(rig.api, "fair-a")
     b = campaign(rig.api, "fair-b")
-    start = submissions(rig.sim)
     checked = 0
     while checked < 3:  # three looks while both are sending (at 100/s: 12 s in all)
-        goal = start + 200 * (checked + 1)
+        goal = start + 300 * (checked + 1)
         wait_for(lambda: submissions(rig.sim) >= goal, 30)  # noqa: B023 - used at once
         one, two = show(rig.api, a["campaignId"]), show(rig.api, b["campaignId"])
         x, y = sent(one), sent(two)
