@@ -51,6 +51,11 @@ def test_kill9_at_full_rate_five_times_leaves_at_most_the_in_flight_uncertain(
                      message=f"sending under way (round {round_})")
             server.kill9()
             server.restart()
+            # The sender recovers before its first claim: once something is sent again,
+            # what the crash left SENDING has been decided.
+            after = submissions(sim)
+            wait_for(lambda: submissions(sim) > after, 60,  # noqa: B023 - used at once
+                     message="sending again after the restart")
             with server.client(key) as api:
                 now = show(api, cid)["uncertain"]
             assert now - uncertain <= CONCURRENCY, \
