@@ -117,12 +117,22 @@ CREATE TABLE campaigns (
     provider         TEXT    NOT NULL,
     body             TEXT    NOT NULL,
     idempotency_key  TEXT    NOT NULL,
-    state            TEXT    NOT NULL,  -- DRAFT RUNNING DONE CANCELLED
+    state            TEXT    NOT NULL,  -- RUNNING PAUSED CANCELLED (SCHEDULED and DONE are derived)
     total            INTEGER NOT NULL,
     queued_through   INTEGER NOT NULL DEFAULT 0,  -- contacts.id up to which messages exist
     last_contact_id  INTEGER NOT NULL DEFAULT 0,  -- the list as it was: contacts.id <= this are the campaign's
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL,
+    -- OPS-2: nothing is claimed before send_at; outside the window (local wall-clock
+    -- minutes from/to in window_tz, from > to spans midnight) nothing is claimed either.
+    send_at          INTEGER,
+    window_from      INTEGER,
+    window_to        INTEGER,
+    window_tz        TEXT,
+    -- OPS-3: 1 when the body is a template ({name}, {name|fallback}, {{ }}) rendered per
+    -- contact; 0 for a body sent as written.
+    personalised     INTEGER NOT NULL DEFAULT 0,
+    planned_parts    INTEGER NOT NULL DEFAULT 0,  -- the dry run's parts at acceptance
     UNIQUE (account_id, idempotency_key)
 );
 
@@ -150,6 +160,8 @@ CREATE TABLE messages (
     encoding          TEXT    NOT NULL DEFAULT 'GSM-7',  -- GSM-7 or UCS-2
     parts             INTEGER NOT NULL DEFAULT 1,  -- SMS parts the body is billed as
     ucs2_because      TEXT,  -- the first character that forced UCS-2, or NULL
+    priority          INTEGER NOT NULL DEFAULT 0,  -- OPS-1: 0 high (single messages), 1 normal (campaigns)
+    claimed_at        INTEGER,  -- OPS-6: reserved by the sender (still QUEUED/RETRY, nothing sent); NULL otherwise
     UNIQUE (account_id, idempotency_key),
     UNIQUE (campaign_id, msisdn)
 );
@@ -157,7 +169,14 @@ CREATE INDEX messages_due ON messages (state, next_attempt_at);
 -- Covering for coverage and open-by-hour (DLR-9): a window of messages is read from
 -- the index alone, for one account or all.
 CREATE INDEX messages_created ON messages (created_at, account_id, state);
-CREATE INDEX messages_campaign_state ON messages (campaign_id, state);
+-- Covering for a campaign's counts and parts by state (one pass over the index).
+CREATE INDEX messages_campaign_state ON messages (campaign_id, state, parts);
+-- OPS-1: the sender's claim. Only messages waiting to be claimed are in it; one lane per
+-- (priority, campaign), oldest first, so each claim is a range scan of one lane.
+CREATE INDEX messages_lanes ON messages (provider, priority, campaign_id, state, next_attempt_at)
+    WHERE state IN ('QUEUED', 'RETRY') AND claimed_at IS NULL;
+-- OPS-6: the few messages the sender has reserved (released at start, or by a pause).
+CREATE INDEX messages_claimed ON messages (provider, campaign_id) WHERE claimed_at IS NOT NULL;
 CREATE INDEX messages_msisdn ON messages (account_id, msisdn);
 CREATE INDEX messages_provider_id ON messages (provider, provider_msg_id);
 CREATE INDEX messages_open ON messages (state, submitted_at);  -- DLR-7 cut-off
@@ -352,3 +371,16 @@ CREATE TABLE webhook_outbox (
 CREATE INDEX webhook_outbox_message ON webhook_outbox (message_id, id);
 CREATE INDEX webhook_outbox_due ON webhook_outbox (next_try_at) WHERE next_try_at IS NOT NULL;
 CREATE INDEX webhook_outbox_delivered ON webhook_outbox (delivered_at);
+
+-- OPS-6: what an operator decided about a message (resend or mark failed an UNCERTAIN
+-- one), kept in the message's history.
+CREATE TABLE message_actions (
+    id           INTEGER PRIMARY KEY,
+    message_id   INTEGER NOT NULL REFERENCES messages(id),
+    action       TEXT    NOT NULL,  -- resend mark_failed
+    from_state   TEXT    NOT NULL,
+    to_state     TEXT    NOT NULL,
+    actor        TEXT    NOT NULL,  -- who: an API key's prefix or a console user
+    at           INTEGER NOT NULL
+);
+CREATE INDEX message_actions_message ON message_actions (message_id);

@@ -14,6 +14,7 @@ ORDER = [
     "bench_callbacks_wrk.py",
     "bench_reports.py",
     "bench_send.py",
+    "bench_claim.py",
     "bench_webhook_trigger.py",
     "bench_smpp.py",
     "bench_backup.py",

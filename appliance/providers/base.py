@@ -491,9 +491,20 @@ class Transport(ABC):
 
     concurrency: int = 1
 
+    async def reserve(self) -> None:
+        """Wait until one more submission may go out at the provider's rate.
+
+        The sender calls it before it marks a message ``SENDING`` and then calls
+        :meth:`submit` at once, so no message waits for the rate once it is ``SENDING``
+        (OPS-6: what a crash leaves ``SENDING`` is what was really on its way). A
+        transport that paces inside :meth:`submit` (per segment) leaves it as is.
+        """
+        return None  # a hook with a default, not an abstract method
+
     @abstractmethod
     async def submit(self, msg: OutgoingMessage) -> Outcome:
-        """Submit one message; pace it by the provider's rate."""
+        """Submit one message; pace it by the provider's rate (using a token taken by
+        :meth:`reserve` if there is one)."""
 
     @abstractmethod
     async def close(self) -> None:

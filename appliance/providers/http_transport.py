@@ -65,6 +65,7 @@ class HttpTransport(Transport):
         self._idle: asyncio.Queue[httpx.AsyncClient] | None = None
         self._clients: list[httpx.AsyncClient] = []
         self.in_flight = 0
+        self._reserved = 0  # tokens taken by reserve() that no submission used yet
 
     def _pool(self) -> asyncio.Queue[httpx.AsyncClient]:
         """The idle connections; taking one is taking a concurrency slot."""
@@ -80,7 +81,15 @@ class HttpTransport(Transport):
                 self._idle.put_nowait(client)
         return self._idle
 
+    async def reserve(self) -> None:
+        if self.bucket is not None:
+            await self.bucket.acquire()
+            self._reserved += 1
+
     async def submit(self, msg: OutgoingMessage) -> Outcome:
+        paid = self._reserved > 0  # a token reserve() took for this submission
+        if paid:
+            self._reserved -= 1
         if msg.skip_parts:
             # One request carries the whole text: some parts cannot be sent alone, and
             # sending all would repeat the ones the provider has.
@@ -95,7 +104,7 @@ class HttpTransport(Transport):
         client = await idle.get()
         self.in_flight += 1
         try:
-            if self.bucket is not None:
+            if not paid and self.bucket is not None:
                 await self.bucket.acquire()
             try:
                 response = await client.send(request)

@@ -19,7 +19,7 @@ import apsw
 from appliance.reports.aggregate import Aggregate, PartView, aggregate, finalised_at
 from appliance.reports.states import CUT_OFF, OPEN_AFTER_SUBMIT
 from appliance.service import Appliance
-from appliance.store.changes import DirectChanges
+from appliance.store.changes import executemany_changes
 
 LOOP = "cutoff"
 HOUR_MS = 3_600_000
@@ -74,11 +74,9 @@ def cut_off(conn: apsw.Connection, ids: list[int], now_ms: int) -> int:
         agg = aggregate(found) if found else Aggregate(CUT_OFF, True, 0, None)
         updates.append((agg.state, finalised_at(str(state), was_finalised, agg, now_ms), now_ms,
                         agg.error or CUT_OFF_ERROR, int(message_id), *_OPEN))
-    changed = DirectChanges(conn)  # not the status events the triggers add (OPS-5)
-    conn.executemany(
-        "UPDATE messages SET state = ?, finalised_at = ?, updated_at = ?,"
+    return executemany_changes(
+        conn, "UPDATE messages SET state = ?, finalised_at = ?, updated_at = ?,"
         f" error = coalesce(error, ?) WHERE id = ? AND state IN ({_MARKS})", updates)
-    return changed.count()
 
 
 class CutOff:

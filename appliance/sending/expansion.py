@@ -1,7 +1,9 @@
 """The ``campaigns`` loop: turns an accepted campaign into messages, chunk by chunk.
 
 Each step expands the oldest unfinished campaign by one chunk (one write unit: the
-messages and the new position together) and wakes the sender. Killed anywhere, the
+messages, each with its personalised text, and the new position together) and wakes
+the sender. Paused and scheduled campaigns are expanded too (the sender holds their
+messages); a cancelled one is not. Killed anywhere, the
 next start carries on from the last committed position.
 """
 
@@ -28,8 +30,10 @@ class CampaignExpander:
         if campaign is None:
             return None
         now = self.appliance.now_ms()
+        provider = self.appliance.settings.providers.get(campaign.provider)
+        max_parts = provider.max_parts if provider is not None else 0
         created = await store.writer.run(
-            lambda c: expand_chunk(c, campaign, lambda: new_ref(now), now))
+            lambda c: expand_chunk(c, campaign, lambda: new_ref(now), now, max_parts=max_parts))
         self.created += created
         self.appliance.scheduler.wake("sender")
         return 0

@@ -3,8 +3,11 @@
 Every function is a read unit or a write unit (a function of an apsw connection).
 The sender's contract with the report side lives here:
 
-* a message is committed ``QUEUED`` when accepted and ``SENDING`` when claimed, both
-  before the provider call (DLR-1);
+* a message is committed ``QUEUED`` when accepted; the sender's claim reserves due ones
+  (``claimed_at``, the state stays ``QUEUED``/``RETRY``: nothing is sent yet, and a crash
+  gives them back), and each becomes ``SENDING`` in a small group-committed unit just
+  before the transport takes it (:func:`mark_sending`), so the messages a crash leaves
+  ``SENDING`` are only those that may really have reached the provider (DLR-1, OPS-6);
 * after the call, one write unit per batch records every outcome with updates guarded
   by ``state = 'SENDING'`` (a state a report already set is never overwritten), stores
   one ``message_parts`` row per part the provider took, with its id (and, for providers
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import apsw
@@ -35,8 +38,15 @@ from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.reports.aggregate import message_state
 from appliance.reports.apply import apply_waiting_for_refs
 from appliance.reports.states import FINAL_STATES
+from appliance.sending.campaigns import (
+    PRIORITY_HIGH,
+    PRIORITY_NORMAL,
+    release_claimed_sql,
+    sendable_campaigns,
+)
 from appliance.sending.segments import Segmentation, segment
-from appliance.store.changes import DirectChanges
+from appliance.sending.windows import SendWindow
+from appliance.store.changes import executemany_changes
 
 # Backoff for transient failures: 2 s x 2^(attempt-1), capped, plus up to 25% jitter.
 BACKOFF_BASE_S = 2.0
@@ -66,6 +76,7 @@ class NewMessage:
     msisdn: str
     body: str
     idempotency_key: str | None = None
+    priority: int = PRIORITY_HIGH
 
 
 @dataclass(frozen=True)
@@ -80,11 +91,13 @@ class Accepted:
 
 @dataclass(frozen=True)
 class Claimed:
-    """A message claimed for one submission attempt (state ``SENDING``).
+    """A message claimed for one submission attempt: reserved by :func:`claim_due`,
+    ``SENDING`` once :func:`mark_sending` took it (``attempts`` then counts this one).
 
     ``known_parts`` are ``(part, state)`` of the part rows an earlier attempt left
     (empty on a first attempt): parts in ``RETRY`` are sent by this attempt, the others
     (:attr:`skip_parts`) the provider has or may have, and are never sent again.
+    ``window`` is its campaign's sending window, checked again just before sending.
     """
 
     id: int
@@ -94,6 +107,9 @@ class Claimed:
     attempts: int
     parts: int = 1
     known_parts: tuple[tuple[int, str], ...] = ()
+    campaign_id: int | None = None
+    priority: int = PRIORITY_HIGH
+    window: SendWindow | None = None
 
     @property
     def skip_parts(self) -> frozenset[int]:
@@ -142,9 +158,9 @@ def insert_message(conn: apsw.Connection, new: NewMessage, ref: str, now_ms: int
     conn.execute(
         "INSERT INTO messages (ref, account_id, provider, msisdn, body, idempotency_key,"
         " state, attempts, next_attempt_at, created_at, updated_at, encoding, parts,"
-        " ucs2_because) VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?)",
+        " ucs2_because, priority) VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?)",
         (ref, new.account_id, new.provider, new.msisdn, new.body, new.idempotency_key,
-         now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because),
+         now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because, new.priority),
     )
     return Accepted(ref, "QUEUED", True, seg.encoding, seg.count, seg.ucs2_because)
 
@@ -166,57 +182,203 @@ def known_parts(conn: apsw.Connection, ids: list[int]) -> dict[int, list[tuple[i
     return out
 
 
-def claim_due(conn: apsw.Connection, provider: str, now_ms: int, limit: int) -> list[Claimed]:
-    """Move up to ``limit`` due messages of ``provider`` to ``SENDING`` (a write unit).
+# Every lane query repeats the partial index's condition (messages_lanes) so SQLite
+# reads the lane from it: an in-order range scan, never a sort of the backlog.
+_WAITING = "state IN ('QUEUED', 'RETRY') AND claimed_at IS NULL"
 
-    Due: ``RETRY`` whose ``next_attempt_at`` has come (first), then ``QUEUED``. ``attempts``
-    counts the claim. Only ``QUEUED`` and ``RETRY`` rows are ever claimed, so a
-    message that is ``SENDING``, ``SUBMITTED`` or ``UNCERTAIN`` is never sent again. A
-    ``RETRY`` message comes with the parts an earlier attempt already got through.
+
+@dataclass(frozen=True)
+class Lane:
+    """Messages claimed in turn: single messages of one priority, or one campaign."""
+
+    priority: int
+    campaign_id: int | None
+
+
+HIGH_LANE = Lane(PRIORITY_HIGH, None)
+NORMAL_SINGLES = Lane(PRIORITY_NORMAL, None)
+
+
+def _reserve(conn: apsw.Connection, provider: str, lane: Lane, now_ms: int, stamp: int,
+             limit: int) -> list[int]:
+    """Reserve up to ``limit`` due messages of one lane: ``RETRY`` first, then
+    ``QUEUED``, each oldest first (a write unit's part)."""
+    ids: list[int] = []
+    camp = "campaign_id IS NULL" if lane.campaign_id is None else "campaign_id = ?"
+    lane_args: tuple[Any, ...] = () if lane.campaign_id is None else (lane.campaign_id,)
+    for state in ("RETRY", "QUEUED"):
+        if len(ids) >= limit:
+            break
+        ids += [int(r[0]) for r in conn.execute(
+            f"SELECT id FROM messages WHERE {_WAITING} AND state = ? AND provider = ?"
+            f" AND priority = ? AND {camp} AND next_attempt_at <= ?"
+            " ORDER BY next_attempt_at LIMIT ?",
+            (state, provider, lane.priority, *lane_args, now_ms, limit - len(ids)))]
+    for chunk in _chunks(ids):
+        conn.execute(f"UPDATE messages SET claimed_at = ? WHERE id IN"
+                     f" ({','.join('?' * len(chunk))})", (stamp, *chunk))
+    return ids
+
+
+def campaigns_waiting(conn: apsw.Connection, provider: str) -> list[int]:
+    """Campaigns of ``provider`` with messages waiting to be claimed: one index seek per
+    campaign (a skip over ``messages_lanes``), whatever their backlog."""
+    found: list[int] = []
+    last = 0
+    while True:
+        row = conn.execute(
+            f"SELECT campaign_id FROM messages WHERE {_WAITING} AND provider = ?"
+            " AND priority = ? AND campaign_id > ? ORDER BY campaign_id LIMIT 1",
+            (provider, PRIORITY_NORMAL, last)).fetchone()
+        if row is None:
+            return found
+        last = int(row[0])
+        found.append(last)
+
+
+def _fair_shares(conn: apsw.Connection, provider: str, lanes: list[Lane], now_ms: int,
+                 stamp: int, room: int) -> dict[Lane, list[int]]:
+    """Split ``room`` between ``lanes`` evenly (the first lanes get the remainder); what
+    a lane cannot use goes to the others."""
+    got: dict[Lane, list[int]] = {lane: [] for lane in lanes}
+    active = list(lanes)
+    while room > 0 and active:
+        share, extra = divmod(room, len(active))
+        still: list[Lane] = []
+        for i, lane in enumerate(active):
+            want = share + (1 if i < extra else 0)
+            if want == 0:
+                still.append(lane)
+                continue
+            ids = _reserve(conn, provider, lane, now_ms, stamp, want)
+            got[lane] += ids
+            room -= len(ids)
+            if len(ids) == want:
+                still.append(lane)
+        if len(still) == len(active) and share == 0:
+            break  # every lane that was asked gave all it was asked: room is spent
+        active = still
+    return got
+
+
+def claim_due(conn: apsw.Connection, provider: str, now_ms: int, limit: int,
+              turn: int = 0, normal_limit: int | None = None) -> list[Claimed]:
+    """Reserve up to ``limit`` due messages of ``provider`` for sending (a write unit).
+
+    The order (OPS-1): high-priority messages first (single sends, by default); then
+    the room left is shared evenly, round robin, between the normal lanes: single
+    messages sent with ``priority`` normal, and each campaign that may send now
+    (running, its ``send_at`` passed, its window open). ``turn`` rotates which lane gets
+    the remainder, so over successive claims every lane gets the same. Within a lane:
+    ``RETRY`` whose ``next_attempt_at`` has come, then ``QUEUED``, oldest first. At most
+    ``limit`` in all, and at most ``normal_limit`` (when given) of normal priority.
+
+    Reserving writes ``claimed_at`` only: the messages stay ``QUEUED``/``RETRY`` (nothing
+    is sent yet) and :func:`mark_sending` makes each ``SENDING`` just before it goes. The
+    result is in sending order: high first, then the lanes interleaved.
 
     A due message whose number is on its account's suppression list (OPS-4: suppressed
     after it was queued) and of which no part has gone out becomes ``CANCELLED`` (error
     ``suppressed``) in the same unit instead: never submitted. A batch that was all
     suppressed is followed by the next due messages, a few batches at most per unit.
     """
+    stamp = max(1, now_ms)
     for _ in range(CLAIM_ROUNDS):
-        ids: list[int] = []
-        retried: list[int] = []
-        for state in ("RETRY", "QUEUED"):  # each an in-order index range scan (messages_due)
-            if len(ids) >= limit:
-                break
-            found = [int(r[0]) for r in conn.execute(
-                "SELECT id FROM messages WHERE state = ? AND next_attempt_at <= ?"
-                " AND provider = ? ORDER BY next_attempt_at LIMIT ?",
-                (state, now_ms, provider, limit - len(ids)))]
-            ids += found
-            if state == "RETRY":
-                retried = found
+        high = _reserve(conn, provider, HIGH_LANE, now_ms, stamp, limit)
+        by_lane: dict[Lane, list[int]] = {HIGH_LANE: high}
+        campaigns: dict[int, Any] = {}
+        room = limit - len(high) if normal_limit is None else min(normal_limit,
+                                                                  limit - len(high))
+        if room > 0:
+            waiting = campaigns_waiting(conn, provider)
+            campaigns = {cid: c for cid, c in sendable_campaigns(conn, waiting).items()
+                         if c.sendable(now_ms)}
+            lanes = [NORMAL_SINGLES] + [Lane(PRIORITY_NORMAL, cid) for cid in sorted(campaigns)]
+            k = turn % len(lanes)
+            by_lane.update(_fair_shares(conn, provider, lanes[k:] + lanes[:k], now_ms, stamp,
+                                        room))
+        ids = [i for got in by_lane.values() for i in got]
         if not ids:
             return []
-        marks = ",".join("?" * len(ids))
-        conn.execute(
-            "UPDATE messages SET state = 'CANCELLED', error = ?, updated_at = ?,"
-            " finalised_at = COALESCE(finalised_at, ?)"
-            f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY') AND {IS_SUPPRESSED_SQL}"
-            " AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = messages.id"
-            f" AND p.state <> '{PART_TO_SEND}')",
-            (SUPPRESSED, now_ms, now_ms, *ids),
-        )
-        cancelled = conn.changes()
-        rows: list[Any] = conn.execute(
-            "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, updated_at = ?"
-            f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY')"
-            " RETURNING id, ref, msisdn, body, attempts, parts",
-            (now_ms, *ids),
-        ).fetchall()
+        cancelled = 0
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            conn.execute(
+                "UPDATE messages SET state = 'CANCELLED', error = ?, updated_at = ?,"
+                " claimed_at = NULL, finalised_at = COALESCE(finalised_at, ?)"
+                f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY') AND"
+                f" {IS_SUPPRESSED_SQL} AND NOT EXISTS (SELECT 1 FROM message_parts p"
+                f" WHERE p.message_id = messages.id AND p.state <> '{PART_TO_SEND}')",
+                (SUPPRESSED, now_ms, now_ms, *chunk),
+            )
+            cancelled += conn.changes()
+        rows: dict[int, Any] = {}
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for r in conn.execute(
+                    "SELECT id, ref, msisdn, body, attempts, parts, campaign_id, priority,"
+                    f" state FROM messages WHERE id IN ({marks}) AND claimed_at = ?",
+                    (*chunk, stamp)):
+                rows[int(r[0])] = r
         if rows or not cancelled:
+            retried = [i for i, r in rows.items() if r[8] == "RETRY"]
             earlier = known_parts(conn, retried) if retried else {}
-            claimed = [Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]),
-                               int(r[5]), tuple(earlier.get(int(r[0]), ()))) for r in rows]
-            claimed.sort(key=lambda c: c.id)
-            return claimed
+
+            order = [i for i in high if i in rows]
+            lanes_left = [[i for i in got if i in rows]
+                          for lane, got in by_lane.items() if lane != HIGH_LANE]
+            for n in range(max((len(g) for g in lanes_left), default=0)):
+                order += [g[n] for g in lanes_left if n < len(g)]
+            return [_claimed(rows[i], earlier, campaigns) for i in order]
     return []
+
+
+def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
+             campaigns: dict[int, Any]) -> Claimed:
+    cid = None if r[6] is None else int(r[6])
+    camp = campaigns.get(cid) if cid is not None else None
+    return Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]), int(r[5]),
+                   tuple(earlier.get(int(r[0]), ())), cid, int(r[7]),
+                   camp.window if camp is not None else None)
+
+
+def mark_sending(conn: apsw.Connection, claimed: list[Claimed], now_ms: int) -> list[Claimed]:
+    """Make reserved messages ``SENDING`` just before their bytes go (a write unit).
+
+    Only messages still reserved and still ``QUEUED``/``RETRY`` are taken, and a campaign
+    message only while its campaign is ``RUNNING``: a pause or a cancel committed before
+    this unit keeps them from being sent. Returns those taken, ``attempts`` counting
+    this one (the money rule: each is durably ``SENDING`` before anything leaves).
+    """
+    by_id = {m.id: m for m in claimed}
+    out: list[Claimed] = []
+    for chunk in _chunks(list(by_id)):
+        marks = ",".join("?" * len(chunk))
+        rows: list[Any] = conn.execute(
+            "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, claimed_at = NULL,"
+            f" updated_at = ? WHERE id IN ({marks}) AND claimed_at IS NOT NULL"
+            " AND state IN ('QUEUED', 'RETRY') AND (campaign_id IS NULL OR EXISTS"
+            " (SELECT 1 FROM campaigns c WHERE c.id = messages.campaign_id"
+            " AND c.state = 'RUNNING')) RETURNING id, attempts",
+            (now_ms, *chunk)).fetchall()
+        out += [replace(by_id[int(r[0])], attempts=int(r[1])) for r in rows]
+    out.sort(key=lambda m: m.id)
+    return out
+
+
+def release_claimed(conn: apsw.Connection, ids: list[int] | None = None,
+                    provider: str | None = None) -> int:
+    """Give reserved messages back, unsent (a write unit): these ``ids``, or every one of
+    ``provider`` (at start, after a crash). They are claimed again in their turn."""
+    released = 0
+    if provider is not None:
+        conn.execute(release_claimed_sql(False), (provider,))
+        released += conn.changes()
+    for chunk in _chunks(ids or []):
+        conn.execute("UPDATE messages SET claimed_at = NULL WHERE claimed_at IS NOT NULL"
+                     f" AND id IN ({','.join('?' * len(chunk))})", tuple(chunk))
+        released += conn.changes()
+    return released
 
 
 def next_due_ms(conn: apsw.Connection) -> int | None:
@@ -409,9 +571,7 @@ def record_outcomes(
         groups.setdefault(kind, []).append(row)
     counts = {"submitted": 0, "retry": 0, "rejected": 0, "uncertain": 0}
     for kind, rows in groups.items():
-        changed = DirectChanges(conn)  # not the status events the triggers add (OPS-5)
-        conn.executemany(_RECORD_MESSAGE, rows)
-        counts[kind] = changed.count()
+        counts[kind] = executemany_changes(conn, _RECORD_MESSAGE, rows)
     id_pairs = [(p, pid) for p, pid, _ref, _part in batch.mapped]
     applied = apply_waiting_for_refs(conn, refs, now_ms, id_pairs, provider=provider) \
         if refs else 0
@@ -422,10 +582,14 @@ def recover_interrupted(conn: apsw.Connection, provider: str, now_ms: int,
                         dedupes_on_ref: bool, reports_per_part: bool = False) -> int:
     """Messages left ``SENDING`` by a crash (a write unit, run once at start).
 
-    Nobody can know whether the provider got them, so they become ``UNCERTAIN``
-    (never resent) or, where the provider drops repeats of our ref, ``RETRY``. The parts
-    they were sending become ``UNCERTAIN`` with them.
+    Messages that were only reserved were never sent: they are given back first and
+    sent in their turn. A ``SENDING`` one was handed to the transport (at most the
+    transport's concurrency were at any moment): nobody can know whether the provider
+    got it, so it becomes ``UNCERTAIN`` (never resent) or, where the provider drops
+    repeats of our ref, ``RETRY``. The parts it was sending become ``UNCERTAIN`` with it.
+    Returns how many became ``UNCERTAIN`` (or ``RETRY``).
     """
+    release_claimed(conn, provider=provider)
     state = "RETRY" if dedupes_on_ref else "UNCERTAIN"
     rows: list[Any] = conn.execute(
         "UPDATE messages SET state = ?, error = ?, updated_at = ?, next_attempt_at = ?"
@@ -451,12 +615,101 @@ def recover_interrupted(conn: apsw.Connection, provider: str, now_ms: int,
     return len(refs)
 
 
+# -- the operator decides (OPS-6) -----------------------------------------------------
+
+RESEND, MARK_FAILED = "resend", "mark_failed"
+ACTIONS = (RESEND, MARK_FAILED)
+RESEND_WARNING = ("the provider may already have this message: a resend can reach the"
+                  " phone twice, and is billed again")
+
+
+class NotUncertain(ValueError):
+    """Only an ``UNCERTAIN`` message can be resolved; ``state`` is the one it has."""
+
+    def __init__(self, state: str) -> None:
+        super().__init__(f"the message is {state}, not UNCERTAIN: there is nothing to decide")
+        self.state = state
+
+
+def resolve_message(conn: apsw.Connection, message_id: int, action: str, actor: str,
+                    now_ms: int) -> str:
+    """Decide about one ``UNCERTAIN`` message (a write unit); returns its new state.
+
+    ``resend``: the message and its uncertain parts go back to ``RETRY``, due now, and
+    the sender submits them once more, exactly once (a report that arrives first, saying
+    the provider had it after all, settles it instead). ``mark_failed``: its uncertain
+    parts become ``FAILED``, final, never sent again; the message is the aggregate of
+    its parts. Either is recorded in ``message_actions`` with who decided.
+    """
+    if action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}")
+    row: Any = conn.execute("SELECT state FROM messages WHERE id = ?", (message_id,)).fetchone()
+    state = "MISSING" if row is None else str(row[0])
+    if state != "UNCERTAIN":
+        raise NotUncertain(state)
+    if action == RESEND:
+        note = f"resend requested by {actor}: {RESEND_WARNING}"
+        conn.execute("UPDATE message_parts SET state = ?, error = NULL, updated_at = ?"
+                     " WHERE message_id = ? AND state = 'UNCERTAIN'",
+                     (PART_TO_SEND, now_ms, message_id))
+        conn.execute("UPDATE messages SET state = 'RETRY', error = ?, next_attempt_at = ?,"
+                     " updated_at = ? WHERE id = ? AND state = 'UNCERTAIN'",
+                     (note, now_ms, now_ms, message_id))
+        new_state = "RETRY"
+    else:
+        note = f"marked failed by {actor}"
+        conn.execute("UPDATE message_parts SET state = 'FAILED', error = ?, updated_at = ?,"
+                     " finalised_at = COALESCE(finalised_at, ?)"
+                     " WHERE message_id = ? AND state = 'UNCERTAIN'",
+                     (note, now_ms, now_ms, message_id))
+        states = [str(r[0]) for r in conn.execute(
+            "SELECT state FROM message_parts WHERE message_id = ?", (message_id,))]
+        new_state = message_state(states) if states else "FAILED"
+        conn.execute("UPDATE messages SET state = ?, error = ?, updated_at = ?,"
+                     " finalised_at = CASE WHEN ? THEN COALESCE(finalised_at, ?) END"
+                     " WHERE id = ? AND state = 'UNCERTAIN'",
+                     (new_state, note, now_ms, new_state in FINAL_STATES, now_ms, message_id))
+    conn.execute("INSERT INTO message_actions (message_id, action, from_state, to_state, actor,"
+                 " at) VALUES (?, ?, 'UNCERTAIN', ?, ?, ?)",
+                 (message_id, action, new_state, actor, now_ms))
+    return new_state
+
+
+def resolve_campaign(conn: apsw.Connection, campaign_id: int, action: str, actor: str,
+                     now_ms: int) -> int:
+    """The same decision for every ``UNCERTAIN`` message of a campaign (a write unit);
+    returns how many were resolved."""
+    ids = [int(r[0]) for r in conn.execute(
+        "SELECT id FROM messages WHERE campaign_id = ? AND state = 'UNCERTAIN'", (campaign_id,))]
+    for message_id in ids:
+        resolve_message(conn, message_id, action, actor, now_ms)
+    return len(ids)
+
+
+@dataclass(frozen=True)
+class Action:
+    """A decision an operator took about a message."""
+
+    action: str
+    from_state: str
+    to_state: str
+    actor: str
+    at: int
+
+
+def message_actions(conn: apsw.Connection, message_id: int) -> list[Action]:
+    rows: list[Any] = conn.execute(
+        "SELECT action, from_state, to_state, actor, at FROM message_actions"
+        " WHERE message_id = ? ORDER BY id", (message_id,)).fetchall()
+    return [Action(*r) for r in rows]
+
+
 # -- reading -----------------------------------------------------------------------
 
 MESSAGE_COLUMNS = (
     "id, ref, account_id, campaign_id, provider, msisdn, body, state, state_at, attempts,"
     " next_attempt_at, provider_msg_id, error, created_at, updated_at, submitted_at,"
-    " finalised_at, encoding, parts, ucs2_because"
+    " finalised_at, encoding, parts, ucs2_because, priority"
 )
 
 
@@ -482,6 +735,7 @@ class Message:
     encoding: str = "GSM-7"
     parts: int = 1
     ucs2_because: str | None = None
+    priority: int = PRIORITY_HIGH
 
 
 @dataclass(frozen=True)

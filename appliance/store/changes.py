@@ -1,33 +1,28 @@
 """Counting the rows statements changed themselves, when triggers write too.
 
-``Connection.changes()`` counts the last statement only; ``total_changes()`` counts
-every row since the connection opened, *the rows triggers wrote included*. The status
-webhook triggers (OPS-5, :mod:`appliance.webhooks.outbox`; they exist while webhooks
-are on) add a ``webhook_outbox`` row for each message state change, so a count taken
-from ``total_changes()`` around an ``executemany`` on ``messages`` would count each
-changed message twice. :class:`DirectChanges` takes those rows back out: the outbox's
-ids only grow within a transaction (nothing deletes from it while a state changes), so
-the rows the triggers added are the growth of its largest id.
+``changes()`` counts the last statement only, and SQLite's ``total_changes()`` counts
+every row since the connection opened, *the rows triggers wrote included*: the status
+webhook triggers (OPS-5, :mod:`appliance.webhooks.outbox`) add an outbox row for each
+message state change, and any summary kept by triggers adds its own. So a count over an
+``executemany`` is taken from what the statements return: each changed row returns
+one (``RETURNING 1``), and a trigger's rows return nothing. On PostgreSQL a cursor's
+row count never includes a trigger's rows, so the driver's count is the answer there.
 """
 
 from __future__ import annotations
 
-import apsw
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from appliance.store import dialect
+from appliance.store.connection import Connection
 
 
-def _top_event(conn: apsw.Connection) -> int:
-    row = conn.execute("SELECT max(id) FROM webhook_outbox").fetchone()
-    return 0 if row is None or row[0] is None else int(row[0])
-
-
-class DirectChanges:
-    """Rows changed by the statements run since it was made, not by triggers."""
-
-    def __init__(self, conn: apsw.Connection) -> None:
-        self.conn = conn
-        self._total = conn.total_changes()
-        self._events = _top_event(conn)
-
-    def count(self) -> int:
-        by_triggers = _top_event(self.conn) - self._events
-        return int(self.conn.total_changes() - self._total - by_triggers)
+def executemany_changes(conn: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> int:
+    """Run ``sql`` (an ``INSERT``, ``UPDATE`` or ``DELETE`` without ``RETURNING``) once
+    per row; return how many rows the statements themselves inserted, changed or
+    deleted."""
+    if dialect.of(conn).is_postgresql:
+        conn.executemany(sql, rows)
+        return conn.changes()
+    return len(conn.executemany(sql + " RETURNING 1", rows).fetchall())

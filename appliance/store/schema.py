@@ -13,7 +13,7 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -173,6 +173,41 @@ CREATE INDEX webhook_outbox_delivered ON webhook_outbox (delivered_at);
 """)
 
 
+def add_campaign_control(conn: apsw.Connection) -> None:
+    """Version 7 (OPS-1, 2, 3, 6): message priority and the claim's lanes, campaign
+    schedule, window and templates, and the operator's decisions on messages.
+
+    Single messages are high priority, campaign messages normal. The campaign index
+    becomes covering for parts, so a campaign's parts are summed from the index.
+    """
+    conn.execute("""
+ALTER TABLE messages ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN claimed_at INTEGER;
+UPDATE messages SET priority = 1 WHERE campaign_id IS NOT NULL;
+ALTER TABLE campaigns ADD COLUMN send_at INTEGER;
+ALTER TABLE campaigns ADD COLUMN window_from INTEGER;
+ALTER TABLE campaigns ADD COLUMN window_to INTEGER;
+ALTER TABLE campaigns ADD COLUMN window_tz TEXT;
+ALTER TABLE campaigns ADD COLUMN personalised INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE campaigns ADD COLUMN planned_parts INTEGER NOT NULL DEFAULT 0;
+DROP INDEX messages_campaign_state;
+CREATE INDEX messages_campaign_state ON messages (campaign_id, state, parts);
+CREATE INDEX messages_lanes ON messages (provider, priority, campaign_id, state, next_attempt_at)
+    WHERE state IN ('QUEUED', 'RETRY') AND claimed_at IS NULL;
+CREATE INDEX messages_claimed ON messages (provider, campaign_id) WHERE claimed_at IS NOT NULL;
+CREATE TABLE message_actions (
+    id           INTEGER PRIMARY KEY,
+    message_id   INTEGER NOT NULL REFERENCES messages(id),
+    action       TEXT    NOT NULL,
+    from_state   TEXT    NOT NULL,
+    to_state     TEXT    NOT NULL,
+    actor        TEXT    NOT NULL,
+    at           INTEGER NOT NULL
+);
+CREATE INDEX message_actions_message ON message_actions (message_id);
+""")
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
@@ -180,6 +215,7 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     4: _lists_deleted_and_job_reruns,
     5: add_opt_outs,
     6: add_webhook_outbox,
+    7: add_campaign_control,
 }
 
 

@@ -23,6 +23,7 @@ from appliance.sending.messages import (
     NewMessage,
     claim_due,
     insert_message,
+    mark_sending,
     record_outcomes,
     recover_interrupted,
 )
@@ -56,7 +57,8 @@ def queue(store: Store, ref: str, body: str = THREE_PARTS) -> None:
 
 
 def claim(store: Store, now: int = NOW) -> list[Claimed]:
-    return store.writer.call(lambda c: claim_due(c, PROVIDER, now, 10))
+    """Reserve, then mark SENDING, as the sender does just before submitting."""
+    return store.writer.call(lambda c: mark_sending(c, claim_due(c, PROVIDER, now, 10), now))
 
 
 def record(store: Store, claimed: Claimed, outcome: Outcome, *, max_attempts: int = 8,

@@ -24,6 +24,7 @@ from appliance.sending.messages import (
     Recorded,
     claim_due,
     insert_message,
+    mark_sending,
     record_outcomes,
 )
 from appliance.store.schema import migrate, open_connection
@@ -65,7 +66,8 @@ def accept(conn: apsw.Connection, ref: str, now: int = NOW, to: str = "+90532123
 
 def attempt(conn: apsw.Connection, result: SubmitResult, now: int, pid: str | None = None
             ) -> Recorded:
-    claimed = claim_due(conn, P, now, 10)
+    # The sender's two steps: reserve a batch, then make each SENDING as it goes.
+    claimed = mark_sending(conn, claim_due(conn, P, now, 10), now)
     assert claimed, "nothing was due"
     return record_outcomes(conn, P, [(m, Outcome(result, pid)) for m in claimed], now,
                            max_attempts=8, dedupes_on_ref=False, map_provider_ids=False)

@@ -20,6 +20,7 @@ def routes() -> list[BaseRoute]:
         optout,
         sending,
         sign_in,
+        steering,
         webhooks,
     )
     from appliance.web.pages.render import STATIC_DIR
@@ -29,6 +30,7 @@ def routes() -> list[BaseRoute]:
         *imports.routes(),
         *lists.routes(),
         *sending.routes(),
+        *steering.routes(),
         *delivery.routes(),
         *inbox.routes(),
         *keys.routes(),

@@ -147,7 +147,8 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
                                "filters": values, "problems": problems, "listed": [],
                                "next_before": None, "states": MESSAGE_STATES,
                                "providers": list(appliance.settings.providers),
-                               "campaigns": [], "filtered": not chosen.empty}
+                               "campaigns": [], "filtered": not chosen.empty,
+                               "resolved": request.query_params.get("resolved", "")}
     status = 200
     if not query:
         def listing(c: apsw.Connection) -> tuple[list[msgs.Message], list[tuple[int, str]]]:
@@ -164,9 +165,11 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
     if query and looks_like_ref(query.upper()):
         ref = query.upper()
 
-        def read(c: apsw.Connection) -> tuple[msgs.Message, list[msgs.HistoryEntry]] | None:
+        def read(c: apsw.Connection) -> tuple[msgs.Message, list[msgs.HistoryEntry],
+                                               list[msgs.Action]] | None:
             m = msgs.get_message(c, ref, account_id)
-            return None if m is None else (m, msgs.message_history(c, m))
+            return None if m is None else (m, msgs.message_history(c, m),
+                                           msgs.message_actions(c, m.id))
 
         got = await appliance.store.readers.run(read)
         if got is None:
@@ -175,6 +178,7 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
         else:
             context["message"] = got[0]
             context["timeline"] = message_timeline(*got)
+            context["resend_warning"] = msgs.RESEND_WARNING
     elif query:
         number = normalise_msisdn(query, appliance.settings.imports.default_region)
         if isinstance(number, Invalid):

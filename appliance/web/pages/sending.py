@@ -21,19 +21,24 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.clock import iso
 from appliance.imports.import_job import list_jobs, list_lists, list_summary
 from appliance.ops.storage import below_reserve
-from appliance.optout.suppressions import Suppressed, suppressed_count
+from appliance.optout.suppressions import Suppressed
 from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending.refs import new_ref
-from appliance.sending.segments import segment
 from appliance.web.api_messages import (
     campaign_json,
+    campaign_rate,
     check_body,
+    check_longest,
     check_provider,
+    check_send_at,
+    check_template,
     check_to,
+    check_window,
     insert_unless_suppressed,
     suppressed_error,
 )
@@ -98,11 +103,31 @@ def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, An
     }
     if need_to:
         out["to"] = check_to(appliance, _field(form, "to"))
+    else:
+        check_template(out["body"])
+        out["send_at"] = _send_at(_field(form, "send_at"))
+        tz = _field(form, "window_tz").strip()
+        start, end = _field(form, "window_from"), _field(form, "window_to")
+        out["window"] = check_window({"from": start, "to": end, "tz": tz}) \
+            if (start or end or tz) else None
     return out
 
 
+def _send_at(text: str) -> int | None:
+    """The form's ``datetime-local`` (UTC) as epoch ms; an empty field: send now."""
+    text = text.strip()
+    if not text:
+        return None
+    if len(text) == 16:  # 2027-01-15T09:00
+        text += ":00"
+    return check_send_at(text + "Z" if not text.endswith("Z") else text, 0)
+
+
+SCHEDULE_FIELDS = ("send_at", "window_from", "window_to", "window_tz")
+
+
 def _values(form: FormData) -> dict[str, str]:
-    return {k: _field(form, k) for k in ("to", "body", "provider", "list")}
+    return {k: _field(form, k) for k in ("to", "body", "provider", "list", *SCHEDULE_FIELDS)}
 
 
 async def send_message(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -143,26 +168,41 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
         return await _send_page(request, session, exc.status, exc.message, _values(form))
     account_id = session.account_id
 
-    def read(c: apsw.Connection) -> tuple[dict[str, Any] | None, int, int]:
+    body, provider = checked["body"], checked["provider"]
+
+    def read(c: apsw.Connection) -> tuple[dict[str, Any] | None, int, camp.DryRun | None]:
         found = list_summary(c, account_id, name) if name else None
-        running = suppressed = 0
+        running = 0
+        plan = None
         if found is not None:
             running = sum(1 for j in list_jobs(c, account_id, limit=200)
                           if j.list_id == found["id"] and j.state in ("DRAFT", "RUNNING"))
-            suppressed = suppressed_count(c, account_id, int(found["id"]))
-        return found, running, suppressed
+            plan = camp.dry_run(c, account_id, name, provider, body)
+        return found, running, plan
 
-    found, running_imports, suppressed = await appliance.store.readers.run(read)
+    found, running_imports, plan = await appliance.store.readers.run(read)
     if found is None:
         return await _send_page(request, session, 422, "Choose one of your lists.", _values(form))
     if found["contacts"] == 0:
         return await _send_page(request, session, 422,
                                 f"The list {name!r} has no contacts: nothing to send.",
                                 _values(form))
+    assert plan is not None
+    try:
+        check_longest(appliance, plan, provider)
+    except ApiError as exc:
+        return await _send_page(request, session, exc.status, exc.message, _values(form))
     return page(request, "confirm.html", session, title="Confirm the campaign", list=found,
-                body=checked["body"], provider=checked["provider"], send_key=key[len(KEY_PREFIX):],
-                running_imports=running_imports, changed_from=None,
-                seg=segment(checked["body"]), suppressed=suppressed)
+                body=body, provider=provider, send_key=key[len(KEY_PREFIX):],
+                running_imports=running_imports, changed_from=None, plan=plan,
+                suppressed=plan.suppressed, schedule=_schedule(checked),
+                schedule_values={k: _field(form, k) for k in SCHEDULE_FIELDS})
+
+
+def _schedule(checked: dict[str, Any]) -> dict[str, Any]:
+    window = checked.get("window")
+    return {"send_at": iso(checked.get("send_at")),
+            "window": window.as_json() if window is not None else None}
 
 
 async def create_campaign(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -182,9 +222,16 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         answer = refusal(request, session, 503, "storage_full", reserve)
         answer.headers["Retry-After"] = str(STORAGE_RETRY_AFTER_S)
         return answer
-    new = camp.NewCampaign(account_id=session.account_id, list_name=name,
+    account_id = session.account_id
+    try:
+        plan = await appliance.store.readers.run(lambda c: camp.dry_run(
+            c, account_id, name, checked["provider"], checked["body"]))
+    except camp.NoSuchList as exc:
+        return await _send_page(request, session, 422, str(exc), _values(form))
+    new = camp.NewCampaign(account_id=account_id, list_name=name,
                            provider=checked["provider"], body=checked["body"],
-                           idempotency_key=key)
+                           idempotency_key=key, send_at=checked["send_at"],
+                           window=checked["window"], planned_parts=plan.parts)
     now = appliance.now_ms()
 
     def unit(c: apsw.Connection) -> tuple[camp.Campaign, bool]:
@@ -202,10 +249,13 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         campaign, created = await appliance.store.writer.run(unit)
     except ListChanged as exc:
         summary = {"name": name, "contacts": exc.contacts}
+        plan = await appliance.store.readers.run(lambda c: camp.dry_run(
+            c, new.account_id, name, new.provider, new.body))
         return page(request, "confirm.html", session, status=409, title="Confirm the campaign",
                     list=summary, body=checked["body"], provider=checked["provider"],
                     send_key=key[len(KEY_PREFIX):], running_imports=0, changed_from=expected,
-                    seg=segment(checked["body"]), suppressed=0)
+                    plan=plan, suppressed=plan.suppressed, schedule=_schedule(checked),
+                    schedule_values={k: _field(form, k) for k in SCHEDULE_FIELDS})
     except camp.NoSuchList as exc:
         return await _send_page(request, session, 422, str(exc), _values(form))
     except camp.IdempotencyConflict:
@@ -221,18 +271,21 @@ async def campaign_page(request: Request, session: ConsoleSession, form: FormDat
     appliance = appliance_of(request)
     account_id = session.account_id
 
+    now = appliance.now_ms()
+
     def read(c: apsw.Connection) -> camp.Progress | None:
         found = camp.get_campaign(c, campaign_id, account_id) if campaign_id <= MAX_ID else None
-        return None if found is None else camp.campaign_progress(c, found)
+        return None if found is None else camp.campaign_progress(c, found, now)
 
     progress = await appliance.store.readers.run(read)
     if progress is None:
         return refusal(request, session, 404, "not_found", "There is no such campaign.")
-    data = campaign_json(progress)
+    data = campaign_json(progress, campaign_rate(appliance, campaign_id))
     phase, refresh_s = campaign_phase(data)
     groups = state_groups(data["counts"], data["total"])
     return page(request, "campaign.html", session, title=f"Campaign {campaign_id}",
                 campaign=data, phase=phase, refresh_s=refresh_s,
+                done=request.query_params.get("done", ""),
                 awaiting=dict((cls, n) for cls, _, n in groups)["sent"],
                 unsent=dict((cls, n) for cls, _, n in groups)["waiting"],
                 states=_ordered_states(data["counts"]), bar=state_bar_svg(data["counts"],
@@ -258,6 +311,10 @@ def campaign_phase(data: dict[str, Any]) -> tuple[str, int | None]:
         in_flight = sum(n for s, n in data["counts"].items() if s not in FINAL_STATES
                         and s not in ("QUEUED", "RETRY", "CANCELLED"))
         return "CANCELLED", AWAITING_REFRESH_S if in_flight else None
+    if data["state"] in ("PAUSED", "SCHEDULED"):
+        return data["state"], AWAITING_REFRESH_S
+    if data["state"] != "DONE" and not data.get("unsent", 1) and data.get("uncertain"):
+        return "NEEDS A DECISION", AWAITING_REFRESH_S  # only UNCERTAIN ones are left
     if data["state"] != "DONE":
         return "SENDING", SENDING_REFRESH_S
     if unfinished > 0:

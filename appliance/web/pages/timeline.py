@@ -11,6 +11,7 @@ reports that came more than once (repeats, ignored) are marked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from appliance.reports.states import (
@@ -20,7 +21,7 @@ from appliance.reports.states import (
     Verdict,
     decide,
 )
-from appliance.sending.messages import HistoryEntry, Message
+from appliance.sending.messages import Action, HistoryEntry, Message
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ def part_label(message: Message, part: int | None) -> str:
     return f" (part {part} of {message.parts})" if part <= message.parts else f" (part {part})"
 
 
-def message_timeline(message: Message, history: list[HistoryEntry]) -> list[Event]:
+def message_timeline(message: Message, history: list[HistoryEntry],
+                     actions: Sequence[Action] = ()) -> list[Event]:
     encoding = f", {message.parts} {message.encoding} parts" if message.parts > 1 else ""
     events: list[Event] = [Event(message.created_at,
                                  f"Accepted by the appliance (QUEUED{encoding})",
@@ -110,6 +112,12 @@ def message_timeline(message: Message, history: list[HistoryEntry]) -> list[Even
         code = f", provider code {h.error_code}" if h.error_code else ""
         events.append(Event(h.received_at, f"Report {h.status} → {h.state}{code}{label}", kind,
                             tuple(tags), tuple(notes), h.reported_at or None, order=1 + 2 * i))
+    for a in actions:
+        verb = "Resend requested" if a.action == "resend" else "Marked failed"
+        note = ("the provider may already have had it: it was submitted once more"
+                if a.action == "resend" else "final: never sent again")
+        events.append(Event(a.at, f"{verb} by {a.actor} ({a.from_state} → {a.to_state})",
+                            "ours", ("decision",), (note,), order=10**8))
     if message.state == CUT_OFF and message.finalised_at is not None:
         events.append(Event(message.finalised_at, "Cut off: no final report within the"
                             f" delivery window ({CUT_OFF})", "ours", order=10**9))

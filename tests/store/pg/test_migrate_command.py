@@ -12,7 +12,7 @@ import httpx
 import psycopg
 import pytest
 
-from appliance.sending.messages import _MAP_ID
+from appliance.sending.messages import _MAP_ID, resolve_message
 from appliance.store import Store
 from appliance.store.pg import PgConnection
 from appliance.store.schema import migrate as migrate_sqlite
@@ -65,9 +65,17 @@ def populate(tmp: Path, data_dir: Path) -> None:
         sim.stop()
     # No configured kind maps its ids today (each echoes our ref): the sender's own
     # statement records one mapping, as it does for a provider that reports by its id.
+    # An operator's decision on an UNCERTAIN message (OPS-6), as the resolve route makes it.
     store = Store.open(str(data_dir / "appliance.db"))
     try:
         store.writer.call(lambda c: c.execute(_MAP_ID, ("sim", "SIM-ID-1", "ref-1", 1)))
+
+        def decide(c: Any) -> None:
+            row = c.execute("SELECT id FROM messages WHERE campaign_id IS NULL").fetchone()
+            c.execute("UPDATE messages SET state = 'UNCERTAIN' WHERE id = ?", (row[0],))
+            resolve_message(c, int(row[0]), "mark_failed", "test", 1)
+
+        store.writer.call(decide)
     finally:
         store.close()
 

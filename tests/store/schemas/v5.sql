@@ -1,0 +1,311 @@
+-- The appliance schema. One SQLite file in WAL mode; the writer thread is the only
+-- connection that writes. Portable SQL on purpose (INSERT ... ON CONFLICT, no
+-- INSERT OR IGNORE, no SQLite-only types) so the same tables can move to PostgreSQL.
+--
+-- Time convention: every *_at column is INTEGER milliseconds since 1970-01-01 UTC.
+-- reported_at = 0 means "the provider sent no time".
+--
+-- Versioned with PRAGMA user_version (see appliance/store/schema.py). This file is
+-- the current schema; MIGRATIONS in appliance/store/schema.py holds the steps from older ones.
+
+CREATE TABLE accounts (
+    id           INTEGER PRIMARY KEY,
+    name         TEXT    NOT NULL UNIQUE,
+    created_at   INTEGER NOT NULL
+);
+
+-- API keys are stored as sha256 of the key; the key itself is shown once.
+CREATE TABLE api_keys (
+    id           INTEGER PRIMARY KEY,
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    key_hash     TEXT    NOT NULL UNIQUE,
+    prefix       TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL,
+    revoked_at   INTEGER
+);
+
+-- Console sign-ins (scrypt hashes).
+CREATE TABLE users (
+    id             INTEGER PRIMARY KEY,
+    account_id     INTEGER NOT NULL REFERENCES accounts(id),
+    name           TEXT    NOT NULL UNIQUE,
+    password_hash  TEXT    NOT NULL,
+    created_at     INTEGER NOT NULL
+);
+
+CREATE TABLE sessions (
+    token_hash   TEXT    PRIMARY KEY,
+    user_id      INTEGER NOT NULL REFERENCES users(id),
+    csrf_token   TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL
+);
+
+-- A deleted list keeps its row (its campaigns and import jobs point at it) with its
+-- contacts removed; importing into the same name again brings it back, empty.
+CREATE TABLE lists (
+    id           INTEGER PRIMARY KEY,
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    name         TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL,
+    deleted_at   INTEGER,
+    UNIQUE (account_id, name)
+);
+
+-- IMP-5: dedupe on the normalised value, enforced by the database at insert time.
+CREATE TABLE contacts (
+    id           INTEGER PRIMARY KEY,
+    list_id      INTEGER NOT NULL REFERENCES lists(id),
+    msisdn       TEXT    NOT NULL,
+    name         TEXT,
+    job_id       INTEGER,
+    created_at   INTEGER NOT NULL,
+    UNIQUE (list_id, msisdn)
+);
+
+-- IMP-1..11: one row per accepted submission. The raw payload lives in
+-- import_payloads so it can be pruned (IMP-10) while the summary stays.
+CREATE TABLE import_jobs (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: contacts.job_id outlives pruned jobs
+    account_id         INTEGER NOT NULL REFERENCES accounts(id),
+    list_id            INTEGER NOT NULL REFERENCES lists(id),
+    idempotency_key    TEXT    NOT NULL,
+    payload_sha256     TEXT    NOT NULL,
+    region             TEXT    NOT NULL,
+    state              TEXT    NOT NULL,  -- DRAFT RUNNING DONE FAILED CANCELLED
+    total              INTEGER NOT NULL,  -- lines in the payload
+    processed          INTEGER NOT NULL DEFAULT 0,  -- lines done (the resume position)
+    text_offset        INTEGER NOT NULL DEFAULT 0,  -- offset in the decoded text of line `processed`+1
+    inserted           INTEGER NOT NULL DEFAULT 0,
+    duplicates_in_paste INTEGER NOT NULL DEFAULT 0,
+    duplicates_in_list INTEGER NOT NULL DEFAULT 0,
+    rejected           INTEGER NOT NULL DEFAULT 0,
+    blank              INTEGER NOT NULL DEFAULT 0,
+    header_skipped     INTEGER NOT NULL DEFAULT 0,
+    error              TEXT,
+    created_at         INTEGER NOT NULL,
+    started_at         INTEGER,
+    finished_at        INTEGER,
+    updated_at         INTEGER NOT NULL,
+    payload_pruned_at  INTEGER,
+    rerun_of           INTEGER,  -- IMP-11: the job whose stored payload this one parses again
+    UNIQUE (account_id, idempotency_key)
+);
+CREATE INDEX import_jobs_state ON import_jobs (state);
+CREATE INDEX import_jobs_finished ON import_jobs (finished_at);
+
+CREATE TABLE import_payloads (
+    job_id        INTEGER PRIMARY KEY REFERENCES import_jobs(id),
+    content_type  TEXT    NOT NULL,
+    body          BLOB    NOT NULL,
+    received_at   INTEGER NOT NULL
+);
+
+CREATE TABLE import_rejects (
+    job_id       INTEGER NOT NULL REFERENCES import_jobs(id),
+    line_number  INTEGER NOT NULL,
+    line         TEXT    NOT NULL,  -- at most the first 1,000 characters of the line
+    reason       TEXT    NOT NULL,
+    line_length  INTEGER NOT NULL DEFAULT 0,  -- characters in the whole line
+    PRIMARY KEY (job_id, line_number)
+);
+
+CREATE TABLE campaigns (
+    id               INTEGER PRIMARY KEY,
+    account_id       INTEGER NOT NULL REFERENCES accounts(id),
+    list_id          INTEGER NOT NULL REFERENCES lists(id),
+    provider         TEXT    NOT NULL,
+    body             TEXT    NOT NULL,
+    idempotency_key  TEXT    NOT NULL,
+    state            TEXT    NOT NULL,  -- DRAFT RUNNING DONE CANCELLED
+    total            INTEGER NOT NULL,
+    queued_through   INTEGER NOT NULL DEFAULT 0,  -- contacts.id up to which messages exist
+    last_contact_id  INTEGER NOT NULL DEFAULT 0,  -- the list as it was: contacts.id <= this are the campaign's
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    UNIQUE (account_id, idempotency_key)
+);
+
+-- DLR-1: `ref` is ours, generated before anything leaves the process.
+CREATE TABLE messages (
+    id                INTEGER PRIMARY KEY,
+    ref               TEXT    NOT NULL UNIQUE,
+    account_id        INTEGER NOT NULL REFERENCES accounts(id),
+    campaign_id       INTEGER REFERENCES campaigns(id),
+    provider          TEXT    NOT NULL,
+    msisdn            TEXT    NOT NULL,
+    body              TEXT    NOT NULL,
+    idempotency_key   TEXT,
+    state             TEXT    NOT NULL,
+    state_at          INTEGER NOT NULL DEFAULT 0,  -- provider time of the report that set state
+    attempts          INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at   INTEGER NOT NULL,
+    provider_msg_id   TEXT,
+    error             TEXT,
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL,
+    submitted_at      INTEGER,
+    finalised_at      INTEGER,  -- our clock, when a final state was reached
+    -- MSG-1: how the body travels, from our segmentation at acceptance.
+    encoding          TEXT    NOT NULL DEFAULT 'GSM-7',  -- GSM-7 or UCS-2
+    parts             INTEGER NOT NULL DEFAULT 1,  -- SMS parts the body is billed as
+    ucs2_because      TEXT,  -- the first character that forced UCS-2, or NULL
+    UNIQUE (account_id, idempotency_key),
+    UNIQUE (campaign_id, msisdn)
+);
+CREATE INDEX messages_due ON messages (state, next_attempt_at);
+-- Covering for coverage and open-by-hour (DLR-9): a window of messages is read from
+-- the index alone, for one account or all.
+CREATE INDEX messages_created ON messages (created_at, account_id, state);
+CREATE INDEX messages_campaign_state ON messages (campaign_id, state);
+CREATE INDEX messages_msisdn ON messages (account_id, msisdn);
+CREATE INDEX messages_provider_id ON messages (provider, provider_msg_id);
+CREATE INDEX messages_open ON messages (state, submitted_at);  -- DLR-7 cut-off
+
+-- MSG-3/4: one row per part the provider reports on separately (Vonage: one per SMS
+-- part, each with its own id; Twilio, Infobip: one, their id covers every part). Written
+-- with the submission outcome in the same unit as the message's SUBMITTED. The
+-- message's state is the aggregate of its parts' states (appliance/reports/aggregate.py).
+-- state: RETRY (not taken yet, sent again), SUBMITTED, UNCERTAIN (maybe taken, never
+-- resent blindly), REJECTED, then what reports say (ACCEPTED ENROUTE DELIVERED FAILED
+-- EXPIRED REJECTED) or UNKNOWN (cut off).
+CREATE TABLE message_parts (
+    message_id        INTEGER NOT NULL REFERENCES messages(id),
+    part              INTEGER NOT NULL,  -- 1, 2, ... in the provider's order
+    provider_msg_id   TEXT,  -- the provider's id for this part; NULL until known
+    state             TEXT    NOT NULL,
+    state_at          INTEGER NOT NULL DEFAULT 0,  -- provider time of the report that set state
+    error             TEXT,
+    submitted_at      INTEGER,  -- our clock, when the provider took it
+    finalised_at      INTEGER,  -- our clock, when a final state was reached
+    updated_at        INTEGER NOT NULL,
+    PRIMARY KEY (message_id, part)
+);
+
+-- DLR-2: every authenticated callback body, as received, before interpretation.
+CREATE TABLE raw_reports (
+    id            INTEGER PRIMARY KEY,
+    provider      TEXT    NOT NULL,
+    method        TEXT    NOT NULL,
+    content_type  TEXT    NOT NULL,
+    query         TEXT    NOT NULL,
+    body          BLOB    NOT NULL,
+    received_at   INTEGER NOT NULL,
+    parsed        INTEGER NOT NULL,  -- 1 parsed into reports, 0 quarantined
+    error         TEXT
+);
+CREATE INDEX raw_reports_received ON raw_reports (received_at);
+CREATE INDEX raw_reports_quarantine ON raw_reports (parsed, received_at);
+
+-- DLR-3/4/5: every parsed report, keyed by what the provider sent. A repeat is the
+-- same fact: it only bumps `repeats`. applied_at IS NULL means waiting in the inbox;
+-- rows that were matched stay as the message's report history (message_id).
+CREATE TABLE report_inbox (
+    id             INTEGER PRIMARY KEY,
+    provider       TEXT    NOT NULL,
+    ref            TEXT    NOT NULL,  -- our ref as the provider echoed it; '' when it sent only its own id
+    provider_msg_id TEXT   NOT NULL DEFAULT '',  -- the provider's id; '' when it sent none
+    status         TEXT    NOT NULL,  -- the provider's own status word
+    reported_at    INTEGER NOT NULL,  -- provider clock, 0 = none sent
+    state          TEXT    NOT NULL,  -- our mapped state
+    error_code     TEXT,
+    raw_id         INTEGER,  -- raw_reports.id; the raw row may be pruned first (DLR-12)
+    received_at    INTEGER NOT NULL,  -- our clock; retention uses this
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    next_try_at    INTEGER NOT NULL,
+    repeats        INTEGER NOT NULL DEFAULT 0,
+    message_id     INTEGER,  -- the message it was matched to
+    part           INTEGER,  -- the part it was about; NULL: waiting, or the whole message
+    applied_at     INTEGER,  -- our clock, when it was matched (applied or kept as stale)
+    outcome        TEXT,  -- APPLIED, STALE (kept in history, not applied), or NULL while waiting
+    UNIQUE (ref, provider_msg_id, status, reported_at, provider)
+);
+CREATE INDEX report_inbox_waiting ON report_inbox (applied_at, next_try_at);
+CREATE INDEX report_inbox_received ON report_inbox (received_at);
+CREATE INDEX report_inbox_provider_id ON report_inbox (provider, provider_msg_id);
+CREATE INDEX report_inbox_message ON report_inbox (message_id);
+
+-- Where a provider reports only its own id, the id -> (ref, part) mapping recorded at
+-- submit, one row per part id.
+CREATE TABLE provider_ids (
+    provider         TEXT NOT NULL,
+    provider_msg_id  TEXT NOT NULL,
+    ref              TEXT NOT NULL,
+    part             INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (provider, provider_msg_id)
+);
+
+-- Small key/value facts the scheduler keeps (last backup, alert states, ...).
+CREATE TABLE appliance_state (
+    key    TEXT PRIMARY KEY,
+    value  TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+
+-- OPS-4: numbers an account must not send to. One row per (account, number); a send
+-- to one is refused, a campaign creates its message CANCELLED, and the sender's claim
+-- cancels a queued one. `source` says who added it: api, console, import or inbound
+-- (a STOP keyword, with the inbound message in `inbound_id`).
+CREATE TABLE suppressions (
+    id           INTEGER PRIMARY KEY,
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    msisdn       TEXT    NOT NULL,  -- E.164, normalised as imports are
+    reason       TEXT    NOT NULL DEFAULT '',
+    source       TEXT    NOT NULL,  -- api console import inbound
+    inbound_id   INTEGER,  -- inbound_messages.id when a STOP keyword added it
+    created_at   INTEGER NOT NULL,
+    UNIQUE (account_id, msisdn)
+);
+
+-- OPS-4: every authenticated inbound (MO) request, as received, before interpretation
+-- (as raw_reports keeps report callbacks). parsed = 0: kept raw, could not be read.
+CREATE TABLE raw_inbound (
+    id            INTEGER PRIMARY KEY,
+    provider      TEXT    NOT NULL,
+    method        TEXT    NOT NULL,
+    content_type  TEXT    NOT NULL,
+    query         TEXT    NOT NULL,
+    body          BLOB    NOT NULL,
+    received_at   INTEGER NOT NULL,
+    parsed        INTEGER NOT NULL,
+    error         TEXT
+);
+CREATE INDEX raw_inbound_received ON raw_inbound (received_at);
+
+-- OPS-4: inbound messages, one row per message the provider sent us (a provider's retry
+-- of the same message id only bumps `repeats`). A message that came in parts is one row
+-- once its first part is here; `parts_received` counts up to `parts`.
+CREATE TABLE inbound_messages (
+    id               INTEGER PRIMARY KEY,
+    provider         TEXT    NOT NULL,
+    provider_msg_id  TEXT,  -- the provider's id (or our key for a message in parts); NULL: none given
+    msisdn           TEXT    NOT NULL,  -- the sender, E.164 when it is a number
+    to_number        TEXT    NOT NULL,  -- the number or sender id it was sent to
+    text             TEXT    NOT NULL,
+    parts            INTEGER NOT NULL DEFAULT 1,
+    parts_received   INTEGER NOT NULL DEFAULT 1,
+    sent_at          INTEGER NOT NULL DEFAULT 0,  -- provider clock, 0 = none sent
+    received_at      INTEGER NOT NULL,  -- our clock
+    keyword          TEXT,  -- the STOP keyword it was, NULL when it was none
+    raw_id           INTEGER,  -- raw_inbound.id of its (first) request
+    repeats          INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (provider, provider_msg_id)
+);
+CREATE INDEX inbound_messages_msisdn ON inbound_messages (msisdn);
+
+-- The parts of an inbound message sent in parts (Vonage concat-ref), until reassembled.
+CREATE TABLE inbound_parts (
+    inbound_id       INTEGER NOT NULL REFERENCES inbound_messages(id),
+    part             INTEGER NOT NULL,
+    text             TEXT    NOT NULL,
+    provider_msg_id  TEXT,
+    PRIMARY KEY (inbound_id, part)
+);
+
+-- Which accounts an inbound message is for: those that sent to that number through
+-- that provider; every account when none did (see docs/inbound.md).
+CREATE TABLE inbound_accounts (
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    inbound_id   INTEGER NOT NULL REFERENCES inbound_messages(id),
+    PRIMARY KEY (account_id, inbound_id)
+);
