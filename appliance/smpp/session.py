@@ -7,9 +7,10 @@ change (bound, lost, bind refused, cannot connect) is one log line.
 
 :meth:`SmppSession.submit` writes one ``submit_sm`` per segment, at most ``window``
 unanswered at a time and no faster than the provider's token bucket; it never writes a
-segment twice. Throttling answers halve the bucket's rate (at most once a second,
-down to 1/32 of the configured rate); answers without throttling bring it back by a
-quarter a second.
+segment twice. Throttling answers halve the rate in force (the bucket's, or what
+actually went out over the last second when that was less; at most once a second, down
+to 1/32 of the configured rate); answers without throttling bring it back by a quarter
+a second.
 
 Each ``deliver_sm`` goes to ``on_deliver`` (see :mod:`appliance.smpp.deliver`); the
 session answers ``ESME_ROK`` only once it returned ``True``, and ``ESME_RX_T_APPN``
@@ -22,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 from appliance.clock import Clock
@@ -76,6 +78,7 @@ class SmppSession:
         self._supervisors: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
         self._outstanding = 0
+        self._written: deque[float] = deque()  # when each submit_sm of the last second went
         self.throttled = self.reconnects = self.submitted = 0
         self.accepted = self.rejected = self.retried = self.uncertain = 0
         self.delivers = self.deliver_temp_errors = 0
@@ -233,6 +236,9 @@ class SmppSession:
                                   error=f"cannot encode submit_sm: {exc}")
         self.submitted += 1
         self._outstanding += 1
+        now = self._clock()
+        self._written.append(now)
+        self._sent_last_second(now)
         try:
             await link.drain()
             resp = await asyncio.wait_for(fut, s.response_timeout_s)
@@ -272,11 +278,26 @@ class SmppSession:
                               command_status=head.status, status_name=name,
                               error=f"smpp {name}")
 
+    def _sent_last_second(self, now: float) -> int:
+        while self._written and now - self._written[0] > 1.0:
+            self._written.popleft()
+        return len(self._written)
+
+    def _sent_rate(self, now: float) -> float:
+        """submit_sm per second actually written lately (over at most the last second)."""
+        n = self._sent_last_second(now)
+        if not n:
+            return 0.0
+        return n / max(now - self._written[0], 0.25)
+
     def _slow_down(self) -> None:
         now = self._clock()
         if now - self._rate_changed_at >= RATE_STEP_S:
             old = self._bucket.rate
-            self._bucket.rate = max(self._rate_floor, old / 2)
+            # Halve what actually went out, when that was below the bucket's rate (a
+            # high rate_per_s the SMSC never let us reach).
+            base = min(old, max(self._sent_rate(now), self._rate_floor))
+            self._bucket.rate = max(self._rate_floor, base / 2)
             self._rate_changed_at = now
             if self._bucket.rate != old:
                 log.info("smpp %s: throttled; rate %.3g/s -> %.3g/s", self.name, old,
