@@ -7,7 +7,7 @@ event loop) starts the scheduler; ``stop()`` lets the loops finish their step;
 ``close()`` flushes the writer and closes every connection.
 
 The parts that others read from have typed homes here (``providers``, ``sender``,
-``import_worker``, ``metrics``, ``body_budget``, ``sign_in_guard``): set by whoever
+``smpp``, ``import_worker``, ``metrics``, ``body_budget``, ``sign_in_guard``): set by whoever
 builds them, ``None`` until then.
 """
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from appliance.imports.worker import ImportWorker
     from appliance.ops.metrics import Metrics
     from appliance.sending.sender import Sender
+    from appliance.smpp.lifecycle import SmppSessions
     from appliance.web.bodies import BodyBudget
     from appliance.web.pages.sign_in_guard import SignInGuard
 
@@ -40,6 +41,7 @@ class Appliance:
         self._store: Store | None = None
         self.providers = Providers(settings, now_ms=self.now_ms)
         self.sender: Sender | None = None
+        self.smpp: SmppSessions | None = None
         self.import_worker: ImportWorker | None = None
         self.metrics: Metrics | None = None
         self.body_budget: BodyBudget | None = None
