@@ -34,6 +34,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import apsw
 
@@ -42,6 +43,7 @@ from appliance.inbound.store import (
     InboundRules,
     receive_inbound,
     receive_request,
+    sender_number,
 )
 from appliance.reports.apply import settle
 from appliance.reports.inbox import InboxReport, RawCallback, file_report, store_raw
@@ -117,9 +119,41 @@ def store_inbound(conn: apsw.Connection, rules: InboundRules, provider: str, d: 
     receive_inbound(
         conn, rules, provider, msisdn=d.source_addr, to=d.destination_addr,
         text=d.text if d.text is not None else "", provider_msg_id=None, raw=d.raw,
-        now_ms=now_ms, concat_ref=None if concat is None else f"udh:{concat[0]}",
+        now_ms=now_ms,
+        concat_ref=None if concat is None else concat_ref(conn, rules, provider, d, concat),
         part=1 if concat is None else concat[2], parts=1 if concat is None else concat[1])
     return "inbound"
+
+
+def concat_ref(conn: apsw.Connection, rules: InboundRules, provider: str, d: Deliver,
+               concat: tuple[int, int, int]) -> str:
+    """The reference that joins one sender's parts into one message.
+
+    The UDH's reference has 8 (or 16) bits, so one sender's long messages reuse it:
+    each message with that reference is ``udh:<ref>#<n>``. A part whose number and text
+    one of them has already is a repeat of it; otherwise it joins the latest that lacks
+    that part and is not complete, or starts the next ``n`` (a new message).
+    """
+    ref, total, part = concat
+    msisdn = sender_number(d.source_addr, rules.region)
+    text = d.text if d.text is not None else ""
+    open_one: int | None = None
+    generation = 0
+    while True:
+        found: Any = conn.execute(
+            "SELECT id, parts, parts_received FROM inbound_messages WHERE provider = ?"
+            " AND provider_msg_id = ?",
+            (provider, f"parts:{msisdn}:udh:{ref}#{generation}:{total}")).fetchone()
+        if found is None:
+            break
+        had: Any = conn.execute("SELECT text FROM inbound_parts WHERE inbound_id = ?"
+                                " AND part = ?", (int(found[0]), part)).fetchone()
+        if had is not None and str(had[0]) == text:
+            return f"udh:{ref}#{generation}"  # a repeat of this part
+        if had is None and int(found[2]) < int(found[1]):
+            open_one = generation
+        generation += 1
+    return f"udh:{ref}#{generation if open_one is None else open_one}"
 
 
 class SessionIntake:

@@ -17,6 +17,8 @@ from appliance.simulator.smsc import SmscSimulator
 from appliance.simulator.smsc_behaviour import SmscBehaviour
 from appliance.smpp.deliver import Deliver, split_udh
 from appliance.smpp.ids import key
+from appliance.smpp.receipt import STAT_STATES
+from appliance.smpp.settings import KEYS
 from appliance.smpp.status import ESME_RX_T_APPN
 from appliance.smpp.submission import LateResponse
 from appliance.smpp.transport import SmppTransport
@@ -185,3 +187,16 @@ def test_inapplicable_settings_are_refused_by_name() -> None:
             assert word in str(exc)
         else:
             raise AssertionError(f"{change} accepted")
+
+
+def test_the_docs_name_every_key_and_status_word() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "providers.md").read_text()
+    section = doc[doc.index("## `smpp`"):]
+    for name in KEYS:
+        assert f"\n{name} = " in section or f"# {name} = " in section, name
+    for word in STAT_STATES:
+        if word not in ("DELIVERED", "UNDELIVERABLE", "REJECTED", "ACCEPTED"):
+            assert f"`{word}`" in section, word
+    sample = (Path(__file__).resolve().parents[2] / "packaging" / "appliance.toml").read_text()
+    for name in KEYS:
+        assert f"# {name} = " in sample, name

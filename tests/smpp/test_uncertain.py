@@ -210,14 +210,22 @@ def test_what_auto_learnt_is_kept(store: Store) -> None:
 
 def test_an_inbound_deliver_sm_is_filed_with_its_parts(store: Store) -> None:
     rules = InboundRules(Keywords(("STOP",)), "TR")
-    udh = bytes((5, 0, 3, 7, 2, 1))
-    for seq, (head, text) in enumerate([(udh, "Merhaba, "), (udh[:5] + b"\x02", "STOP")]):
-        frame = pdu.deliver_sm(seq + 1, source_addr="905321234567", destination_addr="ACME",
+
+    def mo(seq: int, part: int, text: str) -> str:
+        udh = bytes((5, 0, 3, 7, 2, part))  # reference 7, two parts
+        frame = pdu.deliver_sm(seq, source_addr="905321234567", destination_addr="ACME",
                                esm_class=0x40, data_coding=8,
-                               short_message=head + text.encode("utf-16-be"))
+                               short_message=udh + text.encode("utf-16-be"))
         d = read_deliver(P, frame, IdReader("auto"), NOW)
-        filed = store.writer.call(functools.partial(store_inbound, rules=rules, provider=P,
-                                                    d=d, now_ms=NOW))
-        assert filed == "inbound"
-    got: Any = row(store, "SELECT msisdn, text, parts, parts_received FROM inbound_messages")
-    assert got == ("+905321234567", "Merhaba, STOP", 2, 2)
+        return str(store.writer.call(functools.partial(store_inbound, rules=rules,
+                                                       provider=P, d=d, now_ms=NOW)))
+
+    # Part 2 comes twice (the SMSC delivered it again): one part, one repeat.
+    assert [mo(1, 1, "Merhaba, "), mo(2, 2, "STOP"), mo(3, 2, "STOP")] == ["inbound"] * 3
+    # The same sender's next long message reuses UDH reference 7: a new message.
+    assert [mo(4, 2, "ikinci"), mo(5, 1, "Bu "), mo(6, 1, "Bu ")] == ["inbound"] * 3
+    got = store.readers.call(lambda c: c.execute(
+        "SELECT msisdn, text, parts_received, repeats, keyword FROM inbound_messages"
+        " ORDER BY id").fetchall())
+    assert got == [("+905321234567", "Merhaba, STOP", 2, 1, "STOP"),
+                   ("+905321234567", "Bu ikinci", 2, 1, None)]
