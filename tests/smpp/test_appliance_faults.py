@@ -12,7 +12,7 @@ import pytest
 from appliance.sending.segments import segment
 from appliance.smpp.receipt import state_of
 from appliance.smpp.status import ESME_RX_T_APPN
-from tests.harness import wait_for
+from tests.harness import free_port, wait_for
 from tests.smpp.appliance_rig import (
     FINAL,
     PROVIDER,
@@ -28,6 +28,7 @@ from tests.smpp.appliance_rig import (
     rig,
     taken_segments,
 )
+from tests.web.console_support import create_user, sign_in
 
 TWO_PARTS = ("Sayın müşterimiz, siparişiniz yola çıktı ve yarın teslim edilecek. "
              "Takip için bağlantıya tıklayın; sorular için bize yazın.")
@@ -205,3 +206,36 @@ def test_stop_over_smpp_suppresses_the_number(tmp_path: Path) -> None:
         raw = query(r.data, "SELECT method, content_type FROM raw_inbound")
         assert raw == [("SMPP", "application/vnd.smpp.deliver-sm")]
         assert httpx.get(r.server.url + "/readyz").status_code == 200
+
+
+def test_sessions_are_shown_bound_or_not_and_an_unbound_one_leaves_the_appliance_ready(
+        tmp_path: Path) -> None:
+    down = free_port()  # nothing listens there
+    extra = f"""
+[providers.down]
+kind = "smpp"
+host = "127.0.0.1"
+port = {down}
+system_id = "appliance"
+password = "secret"
+source_addr = "ACME"
+"""
+    flags = ("--seed", "8", "--delay-min-ms", "0", "--delay-max-ms", "0")
+    with rig(tmp_path, *flags, top=extra) as r:
+        wait_for(lambda: metric(r.server, "appliance_smpp_bound", provider=PROVIDER) == 1, 20,
+                 message="bound")
+        ready = httpx.get(r.server.url + "/readyz")
+        assert ready.status_code == 200, ready.text
+        checks = ready.json()["checks"]
+        assert checks["smpp:smsc"]["ok"] and checks["smpp:smsc"]["advisory"]
+        assert not checks["smpp:down"]["ok"] and checks["smpp:down"]["advisory"]
+        assert "cannot bind" in checks["smpp:down"]["detail"]
+        assert ready.json()["reasons"] == []
+        assert metric(r.server, "appliance_smpp_bound", provider="down") == 0
+        create_user(r.data)
+        with sign_in(r.server) as console:
+            page = console.get("/dashboard/figures")
+            assert page.status_code == 200
+            assert 'data-smpp="smsc" data-bound="yes"' in page.text
+            assert 'data-smpp="down" data-bound="no"' in page.text
+        assert "smpp down: cannot transceiver-bind" in r.server.log()
