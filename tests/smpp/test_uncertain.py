@@ -229,3 +229,17 @@ def test_an_inbound_deliver_sm_is_filed_with_its_parts(store: Store) -> None:
         " ORDER BY id").fetchall())
     assert got == [("+905321234567", "Merhaba, STOP", 2, 1, "STOP"),
                    ("+905321234567", "Bu ikinci", 2, 1, None)]
+
+
+def test_minute_resolution_receipts_a_final_state_beats_an_intermediate_one(
+        store: Store) -> None:
+    queue(store, "r5")
+    [m] = claim(store)
+    record(store, m, PartOutcome(1, SubmitResult.ACCEPTED, "255"))
+    # Same minute (10-digit dates): the final wins whichever comes first (DLR-5).
+    assert file(store, receipt("FF", "DELIVRD")) == "applied"
+    assert file(store, receipt("FF", "ENROUTE")) == "applied"  # kept, as history only
+    assert part_state(store, "r5", 1) == ("255", "DELIVERED")
+    outcomes = store.readers.call(lambda c: c.execute(
+        "SELECT status, outcome FROM report_inbox ORDER BY id").fetchall())
+    assert outcomes == [("DELIVRD", "APPLIED"), ("ENROUTE", "STALE")]
