@@ -13,32 +13,28 @@ rate, reconnects) and, per message:
 3. submits them through the session and answers ``Outcome.of_parts``, one
    :class:`PartOutcome` per segment sent (MSG-3):
 
-   ==================================  ===========  =====================================
-   what came of the ``submit_sm``      part result  part id / error
-   ==================================  ===========  =====================================
-   ``ESME_ROK``                        ACCEPTED     the SMSC's id in canonical form
-                                                    (:mod:`appliance.smpp.ids`): what its
-                                                    receipts are filed under
-   ``ESME_RTHROTTLED``/``ESME_RMSGQFUL`` RETRY      after 1 s; the session slows down
-   not written (not bound, lost,       RETRY        sent again on the next attempt
-   stopping)
-   written, no answer                  UNCERTAIN    never resent; a receipt, or a late
-                                                    ``submit_sm_resp``, settles it
-   any other ``command_status``        REJECTED     ``smpp ESME_RINVDSTADR (0x0000000B)``
-   ==================================  ===========  =====================================
+   - ``ESME_ROK``: ACCEPTED, the part's id the SMSC's id in canonical form
+     (:mod:`appliance.smpp.ids`), what its receipts are filed under;
+   - ``ESME_RTHROTTLED``, ``ESME_RMSGQFUL``: RETRY after 1 s (the session slows down);
+   - never written (not bound, the link lost before its turn, stopping): RETRY, sent
+     again by the next attempt;
+   - written and never answered: UNCERTAIN, never resent; a receipt or a late
+     ``submit_sm_resp`` settles it (:mod:`appliance.smpp.uncertain`);
+   - any other ``command_status``: REJECTED, the status kept in the error
+     (``smpp ESME_RINVDSTADR (0x0000000B)``).
 
 A recipient that is not an E.164 number, or a text a part of which cannot be encoded,
 is REJECTED before anything is written.
 
 What the session receives (``deliver_sm``, a late ``submit_sm_resp``) goes to the
-:class:`SessionSink` attached by the sender's side (:mod:`appliance.smpp.intake`);
+:class:`SessionSink` the appliance attaches (:mod:`appliance.smpp.lifecycle`,
+:mod:`appliance.smpp.intake`);
 until one is attached a ``deliver_sm`` is answered with a temporary error, so the SMSC
 keeps it and delivers it again.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -59,8 +55,6 @@ from appliance.smpp.session import SmppSession
 from appliance.smpp.settings import SmppSettings
 from appliance.smpp.state import SessionState
 from appliance.smpp.submission import LateResponse, Segment, SegmentOutcome, concat_reference
-
-log = logging.getLogger("appliance.smpp")
 
 STOP_BUDGET_S = 5.0  # how long close() gives the answers still due before unbinding
 
