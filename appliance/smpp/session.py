@@ -179,6 +179,8 @@ class SmppSession:
 
     async def submit(self, segments: Sequence[Segment]) -> list[SegmentOutcome]:
         """One outcome per segment, in order (see :mod:`appliance.smpp.submission`)."""
+        if len(segments) == 1:  # most messages: no task of its own
+            return [await self._submit_one(segments[0])]
         return list(await asyncio.gather(*(self._submit_one(seg) for seg in segments)))
 
     def _tx_link(self) -> Link | None:
