@@ -116,10 +116,13 @@ def orphans(conn: apsw.Connection, provider: str, received_before_ms: int, after
             limit: int) -> list[Orphan]:
     """Waiting receipts of ``provider`` with ``id > after_id``, filed before
     ``received_before_ms``, whose id is mapped to no part (a read unit or part of one)."""
+    # ``next_try_at >= 0`` (true of every row) makes the plan read the waiting rows
+    # (report_inbox_waiting), not the provider's whole history of receipts.
     rows: list[Any] = conn.execute(
         "SELECT i.id, i.provider_msg_id, r.body FROM report_inbox i"
         " LEFT JOIN raw_reports r ON r.id = i.raw_id"
-        " WHERE i.applied_at IS NULL AND i.provider = ? AND i.ref = '' AND i.id > ?"
+        " WHERE i.applied_at IS NULL AND i.next_try_at >= 0 AND i.provider = ?"
+        " AND i.ref = '' AND i.id > ?"
         " AND i.received_at <= ? AND i.provider_msg_id <> ''"
         " AND NOT EXISTS (SELECT 1 FROM provider_ids p WHERE p.provider = i.provider"
         " AND p.provider_msg_id = i.provider_msg_id)"
@@ -190,24 +193,26 @@ def _bind_one(conn: apsw.Connection, provider: str, region: str, o: Orphan,
     recipient = sender_number(sm.source_addr, region)
     text = (sm.short_message or sm.tlv(TLV_MESSAGE_PAYLOAD) or b"").decode("latin-1")
     excerpt = parse_text(text).get("text", "")
-    in_flight = conn.execute(
-        "SELECT 1 FROM messages WHERE account_id IN (SELECT id FROM accounts) AND msisdn = ?"
-        " AND provider = ? AND state = 'SENDING' LIMIT 1", (recipient, provider)).fetchone()
-    if in_flight is not None:
+    # By number (messages_msisdn, over every account), the provider checked here: an
+    # index on provider would walk all of the provider's messages.
+    to_number = conn.execute(
+        "SELECT provider, state FROM messages WHERE account_id IN (SELECT id FROM accounts)"
+        " AND msisdn = ?", (recipient,)).fetchall()
+    if any(str(r[0]) == provider and r[1] == "SENDING" for r in to_number):
         return "busy"
-    candidates: list[Any] = conn.execute(
-        "SELECT m.id, m.ref, m.body, p.part FROM messages m"
+    candidates: list[Any] = [c for c in conn.execute(
+        "SELECT m.id, m.ref, m.body, p.part, m.provider FROM messages m"
         " JOIN message_parts p ON p.message_id = m.id"
-        " WHERE m.account_id IN (SELECT id FROM accounts) AND m.msisdn = ? AND m.provider = ?"
-        " AND p.state = 'UNCERTAIN' AND p.provider_msg_id IS NULL", (recipient, provider),
-    ).fetchall()
+        " WHERE m.account_id IN (SELECT id FROM accounts) AND m.msisdn = ?"
+        " AND p.state = 'UNCERTAIN' AND p.provider_msg_id IS NULL", (recipient,),
+    ).fetchall() if str(c[4]) == provider]
     if excerpt:
         candidates = [c for c in candidates if excerpt_fits(excerpt, str(c[2]), int(c[3]))]
     if not candidates:
         return "no_part"
     if len(candidates) > 1:
         return "ambiguous"
-    message_id, ref, _body, part = candidates[0]
+    message_id, ref, _body, part, _provider = candidates[0]
     conn.execute("INSERT INTO provider_ids (provider, provider_msg_id, ref, part)"
                  " VALUES (?, ?, ?, ?) ON CONFLICT (provider, provider_msg_id) DO NOTHING",
                  (provider, o.key, ref, part))
