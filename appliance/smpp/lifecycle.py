@@ -17,13 +17,17 @@ reconnect with backoff, a log line per state change); each step after:
   after segments were reported UNCERTAIN (and after a start: the sender marks what a
   crash left in flight UNCERTAIN).
 
-The sessions stop with the sender: :meth:`appliance.sending.sender.Sender.close` lets
-the batches in flight record their outcomes, then closes the transports, and each
-session lets the answers still due arrive, finishes storing what came in, and unbinds.
+The sessions stop just before the sender (their ``on_stop`` runs first): a segment not
+written yet is RETRY at once, the answers still due get a quarter of
+``shutdown_timeout_s`` (at most 5 s) to arrive and the segments still unanswered then
+are UNCERTAIN, what came in is stored, and each session unbinds. The sender's batches
+in flight are then complete, and :meth:`appliance.sending.sender.Sender.close` records
+them within the shutdown budget.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import logging
@@ -34,7 +38,7 @@ from appliance.service import Appliance
 from appliance.smpp.id_memory import load_evidence, rekey, save_evidence
 from appliance.smpp.ids import IdEvidence
 from appliance.smpp.intake import SessionIntake
-from appliance.smpp.transport import SmppTransport
+from appliance.smpp.transport import STOP_BUDGET_S, SmppTransport
 from appliance.smpp.uncertain import (
     ORPHAN_BATCH,
     Swept,
@@ -208,9 +212,19 @@ class SmppSessions:
         return swept
 
 
+    async def stop(self) -> None:
+        """Stop every session (before the sender records its last batches)."""
+        budget = min(STOP_BUDGET_S, self.appliance.settings.shutdown_timeout_s / 4)
+        for s in self.sessions.values():
+            s.transport.stop_budget_s = budget
+        await asyncio.gather(*(s.transport.close() for s in self.sessions.values()))
+
+
 def install(appliance: Appliance) -> None:
-    """Attach and register the SMPP sessions (none configured: nothing)."""
+    """Attach and register the SMPP sessions (none configured: nothing). Install after
+    the sender: the sessions' ``on_stop`` must run before the sender's."""
     sessions = SmppSessions(appliance)
     appliance.smpp = sessions
     if sessions.sessions:
         appliance.scheduler.add(LOOP, sessions.step, interval_s=STEP_S)
+        appliance.on_stop(sessions.stop)

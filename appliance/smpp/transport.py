@@ -85,6 +85,7 @@ class SmppTransport(Transport):
         self.session = SmppSession(settings, self._deliver, on_late_response=self._late,
                                    now_ms=now_ms)
         self.started = False
+        self.stop_budget_s = STOP_BUDGET_S
 
     # -- life ----------------------------------------------------------------------------
 
@@ -101,9 +102,10 @@ class SmppTransport(Transport):
         await self.session.start()
 
     async def close(self) -> None:
-        """Let the answers still due arrive, finish storing what came in, unbind."""
+        """Stop: segments not written yet are RETRY at once, the answers still due get
+        ``stop_budget_s`` to arrive (then UNCERTAIN), what came in is stored, unbind."""
         if self.started:
-            await self.session.stop(STOP_BUDGET_S)
+            await self.session.stop(self.stop_budget_s)
 
     @property
     def evidence(self) -> IdEvidence:

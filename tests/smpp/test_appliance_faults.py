@@ -3,6 +3,7 @@ store failing, answers that come late (SMPP-2, SMPP-4, SMPP-5), and STOP over SM
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import apsw
@@ -239,3 +240,27 @@ source_addr = "ACME"
             assert 'data-smpp="smsc" data-bound="yes"' in page.text
             assert 'data-smpp="down" data-bound="no"' in page.text
         assert "smpp down: cannot transceiver-bind" in r.server.log()
+
+
+def test_sigterm_mid_campaign_unbinds_within_the_budget_and_records_every_batch(
+        tmp_path: Path) -> None:
+    flags = ("--seed", "12", "--delay-min-ms", "0", "--delay-max-ms", "20",
+             "--smpp-resp-delay-ms", "200")
+    with rig(tmp_path, *flags, rate_per_s=200, top="shutdown_timeout_s = 4") as r, \
+            r.api() as api:
+        to = numbers(300)
+        campaign(api, "stopped", to, "kısa mesaj")
+        wait_for(lambda: len(r.smsc.smpp()["taken"]) >= 50, 20, message="sending")
+        started = time.monotonic()
+        assert r.server.terminate(timeout=15) == 0
+        assert time.monotonic() - started < 4 + 1
+        stats = r.smsc.smpp()
+        assert stats["unbinds"] == 1
+        assert query(r.data, "SELECT count(*) FROM messages WHERE state = 'SENDING'"
+                     )[0][0] == 0  # every batch in flight was recorded
+        r.server.start()
+        wait_for(lambda: settled(r), 60, interval=0.25, message="sending over")
+        taken = wait_for(lambda: every_taken_segment_settled(r), 30, interval=0.25,
+                         message="receipts applied")
+        assert {s.times_taken for s in taken} == {1}
+        assert len(taken) == len(to)  # the rest went after the restart, none twice
