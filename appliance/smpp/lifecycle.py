@@ -17,17 +17,17 @@ reconnect with backoff, a log line per state change); each step after:
   after segments were reported UNCERTAIN (and after a start: the sender marks what a
   crash left in flight UNCERTAIN).
 
-The sessions stop just before the sender (their ``on_stop`` runs first): a segment not
-written yet is RETRY at once, the answers still due get a quarter of
-``shutdown_timeout_s`` (at most 5 s) to arrive and the segments still unanswered then
-are UNCERTAIN, what came in is stored, and each session unbinds. The sender's batches
-in flight are then complete, and :meth:`appliance.sending.sender.Sender.close` records
-them within the shutdown budget.
+The sessions start stopping just before the sender waits for its batches (their
+``on_stop`` runs first): a segment not written yet is RETRY at once, the answers still
+due get a quarter of ``shutdown_timeout_s`` (at most 5 s) to arrive and the segments
+still unanswered then are UNCERTAIN, what came in is stored, and each session unbinds.
+So the sender's batches in flight complete while the sessions stop, and
+:meth:`appliance.sending.sender.Sender.close` records them, then waits for the sessions
+to be down (closing the transports), within the shutdown budget.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import logging
@@ -213,11 +213,13 @@ class SmppSessions:
 
 
     async def stop(self) -> None:
-        """Stop every session (before the sender records its last batches)."""
+        """Start stopping every session, before the sender waits for its last batches
+        (which the sessions' stop completes); the sender's close of the transports then
+        waits for the sessions to have unbound."""
         budget = min(STOP_BUDGET_S, self.appliance.settings.shutdown_timeout_s / 4)
         for s in self.sessions.values():
             s.transport.stop_budget_s = budget
-        await asyncio.gather(*(s.transport.close() for s in self.sessions.values()))
+            s.transport.begin_close()
 
 
 def install(appliance: Appliance) -> None:

@@ -75,6 +75,7 @@ class SmppSession:
         self._errors: dict[LinkMode, str] = {}
         self._bound_changed = asyncio.Event()
         self._stop = asyncio.Event()
+        self._stopping: asyncio.Future[None] | None = None
         self._supervisors: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
         self._outstanding = 0
@@ -107,9 +108,13 @@ class SmppSession:
 
     async def stop(self, timeout_s: float = 5.0) -> None:
         """Stop: new segments are RETRY at once, answers still due get ``timeout_s`` to
-        arrive, callbacks in progress finish and are answered, then ``unbind``."""
-        if self._stop.is_set():
-            return
+        arrive, callbacks in progress finish and are answered, then ``unbind``. A second
+        call waits for the first to finish."""
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop_now(timeout_s))
+        await asyncio.shield(self._stopping)
+
+    async def _stop_now(self, timeout_s: float) -> None:
         self._stop.set()
         self._signal()
         deadline = self._clock() + timeout_s
@@ -214,7 +219,12 @@ class SmppSession:
                 return self._uncertain(seg, "internal error while submitting")
 
     async def _write_and_wait(self, seg: Segment) -> SegmentOutcome:
-        await self._bucket.acquire()
+        if self._stop.is_set():
+            return self._retry(seg, "not sent: session stopping")
+        wait = self._bucket.reserve()
+        if wait > 0:  # the rate's turn; a stop ends the wait (the segment is then RETRY)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), wait)
         link = self._tx_link()
         if link is None or self._stop.is_set():
             return self._retry(seg, "not sent: session lost before writing")

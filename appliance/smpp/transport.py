@@ -35,6 +35,7 @@ keeps it and delivers it again.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -86,6 +87,7 @@ class SmppTransport(Transport):
                                    now_ms=now_ms)
         self.started = False
         self.stop_budget_s = STOP_BUDGET_S
+        self._closing: asyncio.Future[None] | None = None
 
     # -- life ----------------------------------------------------------------------------
 
@@ -101,11 +103,17 @@ class SmppTransport(Transport):
         self.started = True
         await self.session.start()
 
+    def begin_close(self) -> None:
+        """Start stopping (see :meth:`close`) without waiting for it."""
+        if self.started and self._closing is None:
+            self._closing = asyncio.ensure_future(self.session.stop(self.stop_budget_s))
+
     async def close(self) -> None:
         """Stop: segments not written yet are RETRY at once, the answers still due get
         ``stop_budget_s`` to arrive (then UNCERTAIN), what came in is stored, unbind."""
-        if self.started:
-            await self.session.stop(self.stop_budget_s)
+        self.begin_close()
+        if self._closing is not None:
+            await self._closing
 
     @property
     def evidence(self) -> IdEvidence:
