@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-PROVIDER_KINDS = ("simulator", "http", "vonage", "twilio", "infobip")
+PROVIDER_KINDS = ("simulator", "http", "vonage", "twilio", "infobip", "smpp")
 # A concatenated SMS numbers its parts in one octet.
 MAX_PARTS_LIMIT = 255
 SECRET_KEYS = ("api_key", "api_secret", "signature_secret", "auth_token", "secret", "password")

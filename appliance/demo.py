@@ -4,10 +4,14 @@ One command, no account anywhere: a fresh data directory (unless ``--data-dir``)
 simulator on a free local port (in a thread of this process) configured to misbehave
 the way real providers do (receipts before the submit answer, duplicates, receipts
 out of order, a few throttled submissions, a few silent messages and receipts for
-refs nobody sent), a provider ``sim`` pointed at it, an account ``demo`` with its key
-printed, a console user when the console exists, a 2,000-line sample list with a few
-duplicates and bad lines queued for import, and, once the import is done, one
-campaign to that list. Then it serves until Ctrl-C.
+refs nobody sent), a provider ``sim`` pointed at it, and beside it the SMSC simulator
+(SMPP 3.4, on the same thread's loop, misbehaving alike: receipts before the
+``submit_sm_resp``, duplicates, late ENROUTE receipts, throttling, a failed segment now
+and then) with a provider ``smsc`` of ``kind = "smpp"`` bound to it; an account
+``demo`` with its key printed, a console user when the console exists, a 2,000-line
+sample list with a few duplicates and bad lines queued for import, and, once the
+import is done, two campaigns to that list: one through ``sim``, one through ``smsc``
+(a long Turkish text: UCS-2, concatenated). Then it serves until Ctrl-C.
 
 The port and the data dir are checked before anything is printed (a second demo on
 a busy port fails at once, without a banner). Logs go to ``appliance.log`` in the
@@ -40,6 +44,7 @@ from appliance.config import (
     load_settings,
 )
 from appliance.simulator.behaviour import Behaviour
+from appliance.simulator.smsc_behaviour import SmscBehaviour
 
 log = logging.getLogger("appliance.demo")
 DEMO_ACCOUNT = "demo"
@@ -50,6 +55,14 @@ DEMO_BEHAVIOUR = Behaviour(
     duplicate_rate=0.1, reorder_rate=0.1, intermediate_rate=0.3, silent_rate=0.01,
     throttle_rate=0.03, unknown_ref_rate=0.002,
 )
+DEMO_SMSC = SmscBehaviour(
+    delivered_rate=0.82, delay_min_ms=200, delay_max_ms=4000, early_receipts=0.3,
+    duplicate_rate=0.1, reorder_rate=0.1, intermediate_rate=0.3, throttle_rate=0.02,
+    fail_segment_rate=0.05,
+)
+SMPP_PROVIDER = "smsc"
+SMPP_BODY = ("Değerli müşterimiz, bu mesaj SMPP üzerinden geldi: Türkçe karakterler"
+             " (ç ğ ı ş İ) UCS-2 ile ve birden çok parça halinde gönderilir.")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -77,10 +90,15 @@ def sample_list(count: int, seed: int = 7) -> str:
     return "\n".join(lines) + "\n"
 
 
-def demo_settings(base: Settings, sim_port: int) -> Settings:
+def demo_settings(base: Settings, sim_port: int, smpp_port: int | None = None) -> Settings:
     sim = ProviderSettings(name="sim", kind="simulator", base_url=f"http://127.0.0.1:{sim_port}",
                            rate_per_s=200.0, concurrency=8)
     providers = {**base.providers, "sim": sim}
+    if smpp_port is not None:
+        providers[SMPP_PROVIDER] = ProviderSettings(
+            name=SMPP_PROVIDER, kind="smpp", rate_per_s=100.0, options={
+                "host": "127.0.0.1", "port": smpp_port, "system_id": DEMO_SMSC.system_id,
+                "password": DEMO_SMSC.password, "source_addr": "ACME", "window": 10})
     # Small batches (a fifth of a second of the simulator's rate): stopping waits for
     # the batches in flight to be recorded, so Ctrl+C ends the demo at once.
     return replace(base, providers=providers,
@@ -127,8 +145,10 @@ def _console_user(appliance: Any, account_id: int, now: int) -> str | None:
     return password
 
 
-def start_campaign(url: str, key: str, job_id: int, stop: threading.Event) -> None:
-    """Wait for the server and the import, then send one campaign to the list."""
+def start_campaign(url: str, key: str, job_id: int, stop: threading.Event,
+                   smpp: bool = False) -> None:
+    """Wait for the server and the import, then send a campaign to the list (and, with
+    ``smpp``, a second one through the SMPP provider)."""
     headers = {"Authorization": f"Bearer {key}"}
     with outgoing_http.client(base_url=url, headers=headers, timeout=10) as client:
         while not stop.wait(0.5):
@@ -145,13 +165,18 @@ def start_campaign(url: str, key: str, job_id: int, stop: threading.Event) -> No
             json={"list": DEMO_LIST, "body": "Hello from the appliance demo"},
         )
         log.info("demo campaign queued", extra={"answer": answer.text})
+        if smpp:
+            answer = client.post(
+                "/api/campaigns", headers={"Idempotency-Key": f"demo-smpp-campaign-{job_id}"},
+                json={"list": DEMO_LIST, "body": SMPP_BODY, "provider": SMPP_PROVIDER})
+            log.info("demo SMPP campaign queued", extra={"answer": answer.text})
 
 
 @click.command("demo")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Data directory (default: a fresh temporary directory).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
-              help="TOML config file; the demo adds its provider 'sim'.")
+              help="TOML config file; the demo adds its providers 'sim' and 'smsc'.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--sim-port", type=int, default=None, help="Simulator port (default: a free one).")
@@ -159,7 +184,8 @@ def start_campaign(url: str, key: str, job_id: int, stop: threading.Event) -> No
               help="Lines in the sample list.")
 def demo_command(data_dir: str | None, config_file: str | None, host: str, port: int,
                  sim_port: int | None, contacts: int) -> None:
-    """Serve with the built-in provider simulator, a demo account, a list and a campaign.
+    """Serve with the built-in provider simulators (HTTP and SMPP), a demo account, a list
+    and two campaigns.
 
     Logs go to appliance.log in the data dir; the terminal shows the banner and one
     status line.
@@ -187,16 +213,19 @@ def demo_command(data_dir: str | None, config_file: str | None, host: str, port:
     log_file = directory / "appliance.log"
     setup_logging(base.log_format, base.log_level, base.log_full_numbers, path=log_file)
     sim_port = sim_port or free_port()
-    settings = demo_settings(base, sim_port)
+    smpp_port = free_port()
+    settings = demo_settings(base, sim_port, smpp_port)
     behaviour = replace(DEMO_BEHAVIOUR, inbound_url=f"http://{host}:{port}/inbound/sim")
-    sim = SimulatorThread(behaviour, "127.0.0.1", sim_port).start()
+    sim = SimulatorThread(behaviour, "127.0.0.1", sim_port, smsc=DEMO_SMSC,
+                          smpp_port=smpp_port).start()
     key, job_id, password = prepare(settings, contacts)
     url = f"http://{host}:{port}"
     click.echo(banner(BannerFacts(directory, log_file, f"http://127.0.0.1:{sim_port}", url, key,
-                                  job_id, password, command_name())), err=True)
+                                  job_id, password, command_name(),
+                                  f"127.0.0.1:{smpp_port}")), err=True)
     click.echo(key)
     stop = threading.Event()
-    threading.Thread(target=start_campaign, args=(url, key, job_id, stop), daemon=True,
+    threading.Thread(target=start_campaign, args=(url, key, job_id, stop, True), daemon=True,
                      name="demo-campaign").start()
     status = StatusWriter(url, key).start()
     try:

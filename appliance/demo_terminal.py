@@ -51,6 +51,7 @@ class BannerFacts:
     job_id: int
     password: str | None
     command: str
+    smsc: str = ""  # host:port of the SMSC simulator, when the demo runs one
 
 
 def banner(f: BannerFacts) -> str:
@@ -59,12 +60,14 @@ def banner(f: BannerFacts) -> str:
     data_dir = shlex.quote(str(f.data_dir))
     user = f"   user demo, password {f.password}" if f.password else ""
     backup = shlex.quote(str(Path.cwd() / "appliance-demo-backup.db"))
+    smsc = (f"  smsc       {f.smsc}  (SMPP 3.4, provider smsc: the second campaign,"
+            " long Turkish text in UCS-2 parts)\n") if f.smsc else ""
     return f"""
 appliance demo
   data dir   {f.data_dir}
   logs       {f.log_file}
   simulator  {f.sim_url}  (Vonage format; early, duplicate, reordered receipts)
-  console    {f.url}/{user}
+{smsc}  console    {f.url}/{user}
   API key    {f.key}
 
 try:

@@ -39,6 +39,7 @@ from appliance.ops.restore import pending_restore
 from appliance.reports import loops as report_loops
 from appliance.sending import sender
 from appliance.service import Appliance
+from appliance.smpp import lifecycle as smpp_sessions
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.web.app import build_app
 from appliance.web.edge import edge_protocol, raise_open_files_limit
@@ -150,6 +151,7 @@ def assemble(appliance: Appliance) -> None:
     report_loops.install(appliance)
     retention.install(appliance)
     sender.install(appliance)
+    smpp_sessions.install(appliance)
     webhooks.install(appliance)
     ops.install(appliance)
 
@@ -158,6 +160,9 @@ def _secrets(settings: Settings) -> list[str]:
     keys = ("api_key", "api_secret", "signature_secret", "auth_token", "secret")
     found = [str(getattr(p, k)) for p in settings.providers.values() for k in keys
              if getattr(p, k)]
+    # Kind-specific secrets live among a provider's other keys (SMPP's password).
+    found += [str(p.options["password"]) for p in settings.providers.values()
+              if isinstance(p.options.get("password"), str) and p.options["password"]]
     return [*found, settings.webhooks.secret] if settings.webhooks.secret else found
 
 

@@ -7,8 +7,8 @@ event loop) starts the scheduler; ``stop()`` lets the loops finish their step;
 ``close()`` flushes the writer and closes every connection.
 
 The parts that others read from have typed homes here (``providers``, ``sender``,
-``import_worker``, ``metrics``, ``body_budget``, ``sign_in_guard``, ``webhooks``): set
-by whoever builds them, ``None`` until then.
+``smpp``, ``import_worker``, ``metrics``, ``body_budget``, ``sign_in_guard``,
+``webhooks``): set by whoever builds them, ``None`` until then.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from appliance.imports.worker import ImportWorker
     from appliance.ops.metrics import Metrics
     from appliance.sending.sender import Sender
+    from appliance.smpp.lifecycle import SmppSessions
     from appliance.web.bodies import BodyBudget
     from appliance.web.pages.sign_in_guard import SignInGuard
     from appliance.webhooks.delivery import WebhookDelivery
@@ -48,6 +49,7 @@ class Appliance:
         self._store: Store | None = None
         self.providers = Providers(settings, now_ms=self.now_ms)
         self.sender: Sender | None = None
+        self.smpp: SmppSessions | None = None
         self.import_worker: ImportWorker | None = None
         self.metrics: Metrics | None = None
         self.body_budget: BodyBudget | None = None

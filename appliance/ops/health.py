@@ -9,13 +9,19 @@
 * ``scheduler``: every loop is running and none has spent over 15 minutes in one
   step;
 * ``backup``: when scheduled backups are on, the last one succeeded and is not older
-  than 1.25 × the interval (the ``backup_stale`` alert).
+  than 1.25 × the interval (the ``backup_stale`` alert);
+* ``smpp:NAME``, one per SMPP provider, *advisory*: whether its session is bound (since
+  when, or why not). An unbound session does not make the appliance not ready: the API
+  still accepts and stores messages, which wait (``RETRY``) until the session binds,
+  and the HTTP providers still send. It is shown, with ``"advisory": true``, and
+  ``appliance_smpp_bound`` in ``/metrics`` is what to alert on.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import apsw
@@ -34,6 +40,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    advisory: bool = False  # shown, but does not make the appliance not ready
 
 
 def _probe(now_ms: int) -> Any:
@@ -86,6 +93,25 @@ def backup_check(appliance: Appliance) -> Check:
     return Check("backup", not alert.firing, alert.message)
 
 
+def smpp_checks(appliance: Appliance) -> list[Check]:
+    sessions = appliance.smpp
+    if sessions is None:
+        return []
+    out = []
+    for name, s in sorted(sessions.sessions.items()):
+        st = s.transport.state()
+        if st.bound:
+            since = datetime.fromtimestamp((st.bound_since_ms or 0) / 1000, UTC)
+            detail = (f"bound since {since.isoformat(timespec='seconds')}; window"
+                      f" {st.window_in_use}/{st.window}")
+        else:
+            why = "; ".join(f"{ls.mode}: {ls.last_error}" for ls in st.links if ls.last_error)
+            detail = "not bound" + (f" ({why})" if why else " (binding)") + \
+                "; messages wait until it binds"
+        out.append(Check(f"smpp:{name}", st.bound, detail, advisory=True))
+    return out
+
+
 async def readiness(appliance: Appliance) -> list[Check]:
     return [await database_check(appliance), storage_check(appliance),
-            scheduler_check(appliance), backup_check(appliance)]
+            scheduler_check(appliance), backup_check(appliance), *smpp_checks(appliance)]

@@ -12,7 +12,7 @@ A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
   outbox (events written, delivered, failed POSTs, waiting, oldest); plus backup age and
   outcome, scheduler heartbeats and one ``appliance_alert_holding`` gauge per alert; and
   the edge (EDGE-1, 2, 4): open connections, what the edge refused, request bodies held,
-  free disk space.
+  free disk space; and each SMPP session (:mod:`appliance.smpp.metrics`).
 
 Scrapes run in a worker thread (the collector does blocking reads).
 """
@@ -42,6 +42,7 @@ from appliance.optout.suppressions import SOURCES, counts_by_source
 from appliance.reports.alerts import Alert, evaluate
 from appliance.reports.coverage import coverage, inbox_health, overdue
 from appliance.service import Appliance
+from appliance.smpp.metrics import smpp_metrics
 from appliance.webhooks.outbox import OutboxHealth, outbox_health
 
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -211,6 +212,7 @@ class ApplianceCollector(Collector):
             beats.add_metric([name], age)
         yield beats
         yield from _edge(appliance)
+        yield from smpp_metrics(appliance.smpp)
         info = GaugeMetricFamily("appliance_build_info", "The running version.",
                                  labels=["version"])
         info.add_metric([__version__], 1.0)

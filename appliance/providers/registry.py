@@ -22,6 +22,8 @@ ADAPTERS: dict[str, type[ProviderAdapter]] = {
     cls.kind: cls
     for cls in (SimulatorAdapter, HttpJsonAdapter, VonageAdapter, TwilioAdapter, InfobipAdapter)
 }
+SESSION_KINDS = ("smpp",)
+"""Kinds that are a session transport, not an HTTP wire format (no adapter)."""
 
 
 def build_adapter(
@@ -37,7 +39,7 @@ def build_adapter(
     try:
         cls = ADAPTERS[settings.kind]
     except KeyError:
-        kinds = ", ".join(ADAPTERS)
+        kinds = ", ".join((*ADAPTERS, *SESSION_KINDS))
         raise ConfigError(
             f"[providers.{settings.name}] kind: {settings.kind!r} is not one of {kinds}"
         ) from None
@@ -47,6 +49,10 @@ def build_adapter(
 def build_provider(settings: ProviderSettings, *, submit_timeout_s: float,
                    now_ms: Callable[[], int] | None = None) -> Provider:
     """A configured provider: its transport, its report reader and its inbound reader."""
+    if settings.kind == "smpp":
+        from .smpp_kind import smpp_provider
+
+        return smpp_provider(settings, now_ms=now_ms)
     adapter = build_adapter(settings, now_ms=now_ms)
     return Provider(
         name=settings.name,
@@ -120,6 +126,14 @@ def check_providers(settings: Settings) -> None:
     """
     problems: list[str] = []
     for name, provider in settings.providers.items():
+        if provider.kind == "smpp":
+            from .smpp_kind import smpp_settings
+
+            try:
+                smpp_settings(provider)
+            except ConfigError as exc:
+                problems.append(str(exc))
+            continue
         adapter = build_adapter(provider)
         problems += adapter.config_problems(settings.callback_url(name))
     if problems:

@@ -226,6 +226,28 @@ def gsm7_septets(text: str) -> bytes:
     return bytes(out)
 
 
+_GSM7_EXTENSION_CHARS: dict[int, str] = {code: ch for ch, code in _GSM7_EXTENSION_CODES.items()}
+
+
+def gsm7_text(septets: bytes) -> str:
+    """Unpacked GSM 03.38 septets (one per octet) as text: :func:`gsm7_septets` undone.
+
+    A code the tables do not have (an octet above 0x7F, an unknown extension code)
+    reads as ``?``; a trailing lone escape is dropped.
+    """
+    out: list[str] = []
+    escaped = False
+    for code in septets:
+        if escaped:
+            out.append(_GSM7_EXTENSION_CHARS.get(code, "?"))
+            escaped = False
+        elif code == GSM7_ESCAPE:
+            escaped = True
+        else:
+            out.append(_GSM7_TABLE[code] if code < len(_GSM7_TABLE) else "?")
+    return "".join(out)
+
+
 def ucs2_bytes(text: str) -> bytes:
     """``text`` as UTF-16 big-endian (SMPP data_coding 8); an emoji is a surrogate pair.
 

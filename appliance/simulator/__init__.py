@@ -2,7 +2,8 @@
 
 ``behaviour`` holds the knobs (delivery rate, report delays, early, duplicate,
 reordered, silent and unknown-ref reports, throttling); ``server`` is the Starlette
-app that takes submissions and pushes signed delivery receipts; ``run`` serves it
+app that takes submissions and pushes signed delivery receipts; ``smsc`` and
+``smsc_behaviour`` are the SMSC simulator (SMPP 3.4) beside it; ``run`` serves them
 (``appliance simulator``, and inside ``appliance demo``).
 """
 

@@ -34,7 +34,15 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.option("--smpp-unanswered-rate", type=_RATE, default=0.0,
               help="Share of submit_sm taken and never answered.")
 @click.option("--smpp-drop-every", type=click.IntRange(0), default=0,
-              help="Drop the session after every Nth submit_sm (0: never).")
+              help="Drop the session after every Nth submit_sm, taking (unanswered) what"
+              " was on its way (0: never).")
+@click.option("--smpp-resp-delay-ms", type=click.IntRange(0), default=0,
+              help="Answer every submit_sm this late (fills the ESME's window).")
+@click.option("--smpp-redeliver-ms", type=click.IntRange(1), default=SmscBehaviour.redeliver_ms,
+              show_default=True,
+              help="A receipt not answered ESME_ROK is delivered again this much later.")
+@click.option("--smpp-seconds-in-dates", is_flag=True,
+              help="Receipt dates with seconds (12 digits; else 10, minute resolution).")
 @click.option("--api-key", default=Behaviour.api_key, show_default=True,
               help="The api_key submissions must carry.")
 @click.option("--api-secret", default=Behaviour.api_secret, help="The api_secret they must carry.")
@@ -82,7 +90,10 @@ def simulator_command(host: str, port: int, smpp_port: int | None, **knobs: Any)
             fail_segment_rate=smpp["smpp_fail_segment_rate"],
             reject_rate=smpp["smpp_reject_rate"],
             unanswered_rate=smpp["smpp_unanswered_rate"],
-            drop_every=smpp["smpp_drop_every"], delivered_rate=behaviour.delivered_rate,
+            drop_every=smpp["smpp_drop_every"], resp_delay_ms=smpp["smpp_resp_delay_ms"],
+            redeliver_ms=smpp["smpp_redeliver_ms"],
+            seconds_in_dates=smpp["smpp_seconds_in_dates"],
+            delivered_rate=behaviour.delivered_rate,
             expired_share=behaviour.expired_share, delay_min_ms=behaviour.delay_min_ms,
             delay_max_ms=behaviour.delay_max_ms, silent_rate=behaviour.silent_rate,
             early_receipts=behaviour.early_reports, duplicate_rate=behaviour.duplicate_rate,

@@ -36,7 +36,7 @@ def serve_with_smsc(behaviour: Behaviour | None, smsc: SmscBehaviour, host: str,
         await sim.start(host, smpp_port)
         try:
             if behaviour is not None:
-                await uvicorn.Server(_config(Simulator(behaviour), host, port)).serve()
+                await uvicorn.Server(_config(Simulator(behaviour, sim), host, port)).serve()
             else:
                 stop = asyncio.Event()
                 loop = asyncio.get_running_loop()
@@ -51,15 +51,29 @@ def serve_with_smsc(behaviour: Behaviour | None, smsc: SmscBehaviour, host: str,
 
 
 class SimulatorThread:
-    """The simulator on its own event loop in a daemon thread (used by ``demo``)."""
+    """The simulator on its own event loop in a daemon thread (used by ``demo``); with
+    ``smsc`` and ``smpp_port`` the SMSC simulator too, on the same loop."""
 
-    def __init__(self, behaviour: Behaviour, host: str = "127.0.0.1", port: int = 9090) -> None:
-        self.simulator = Simulator(behaviour)
+    def __init__(self, behaviour: Behaviour, host: str = "127.0.0.1", port: int = 9090,
+                 smsc: SmscBehaviour | None = None, smpp_port: int = 0) -> None:
+        self.smsc = SmscSimulator(smsc) if smsc is not None else None
+        self.smpp_port = smpp_port
+        self.simulator = Simulator(behaviour, self.smsc)
         self.server = uvicorn.Server(_config(self.simulator, host, port))
+        self.host = host
         self.thread = threading.Thread(target=self._run, name="simulator", daemon=True)
 
     def _run(self) -> None:
-        asyncio.run(self.server.serve())
+        async def main() -> None:
+            if self.smsc is not None:
+                await self.smsc.start(self.host, self.smpp_port)
+            try:
+                await self.server.serve()
+            finally:
+                if self.smsc is not None:
+                    await self.smsc.stop()
+
+        asyncio.run(main())
 
     def start(self, timeout: float = 10.0) -> SimulatorThread:
         self.thread.start()

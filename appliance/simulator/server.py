@@ -22,6 +22,12 @@ the 200), ``{"fail_part": 3}`` (part 3's receipt says ``failed``), ``{"report_or
 it is pushed at once, in Vonage's inbound SMS format (signed like the receipts, in the
 receipts' ``report_format``; in ``parts`` parts with ``concat-*`` fields when asked) to
 ``url`` or ``--inbound-url``, and the answer says what status the appliance gave.
+
+With an SMSC simulator beside it (``appliance simulator --smpp-port``), three more:
+``GET /_sim/smpp/stats`` (what the SMSC received, took, answered and delivered:
+:meth:`~appliance.simulator.smsc.SmscSimulator.snapshot`), ``POST /_sim/smpp/mo`` with
+``{"from", "text", "to"?}`` (an inbound ``deliver_sm``, UCS-2) and
+``POST /_sim/smpp/drop`` (every session closed at once, whatever is in flight).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from appliance.outgoing_http import async_client
 from appliance.providers.vonage import vonage_signature
 from appliance.sending.segments import segment
 from appliance.simulator.behaviour import Behaviour
+from appliance.simulator.smsc import SmscSimulator
 
 log = logging.getLogger("appliance.simulator")
 MAX_SCRIPT = 10_000
@@ -82,8 +89,10 @@ class Receipt:
 class Simulator:
     """One simulated provider; ``app`` is its Starlette application."""
 
-    def __init__(self, behaviour: Behaviour | None = None) -> None:
+    def __init__(self, behaviour: Behaviour | None = None,
+                 smsc: SmscSimulator | None = None) -> None:
         self.behaviour = (behaviour or Behaviour()).check()
+        self.smsc = smsc
         self.rng = random.Random(self.behaviour.seed)
         self.refs: dict[str, RefStats] = {}
         self.script: list[dict[str, Any]] = []
@@ -108,6 +117,10 @@ class Simulator:
             Route("/_sim/reset", self.reset, methods=["POST"]),
             Route("/_sim/inbound", self.inbound, methods=["POST"]),
             Route("/healthz", self.healthz, methods=["GET"]),
+            *([Route("/_sim/smpp/stats", self.smsc_stats, methods=["GET"]),
+               Route("/_sim/smpp/mo", self.smsc_mo, methods=["POST"]),
+               Route("/_sim/smpp/drop", self.smsc_drop, methods=["POST"])]
+              if smsc is not None else []),
         ], lifespan=self._lifespan)
 
     # -- plumbing ----------------------------------------------------------------------
@@ -499,6 +512,27 @@ class Simulator:
         self.refs.clear()
         self.duplicates_submitted = self.submissions = self.throttled = 0
         return JSONResponse({"reset": True})
+
+    async def smsc_stats(self, request: Request) -> Response:
+        assert self.smsc is not None
+        return JSONResponse(self.smsc.snapshot())
+
+    async def smsc_mo(self, request: Request) -> Response:
+        assert self.smsc is not None
+        try:
+            data = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return JSONResponse({"error": "invalid_json"}, status_code=400)
+        if not isinstance(data, dict) or not isinstance(data.get("from"), str) \
+                or not isinstance(data.get("text"), str):
+            return JSONResponse({"error": 'want {"from", "text", "to"?}'}, status_code=400)
+        self.smsc.send_mo(data["from"].removeprefix("+"), str(data.get("to") or "ACME"),
+                          data["text"])
+        return JSONResponse({"queued": True})
+
+    async def smsc_drop(self, request: Request) -> Response:
+        assert self.smsc is not None
+        return JSONResponse({"dropped": self.smsc.drop_sessions()})
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok", "simulator": True})

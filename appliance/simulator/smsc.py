@@ -11,7 +11,12 @@ failed segment of a concatenated message, a session dropped mid-window, ``submit
 never answered.
 
 :class:`SmscStats` counts what came in per segment (``destination`` and
-``short_message``, UDH included), so a test can prove nothing was sent twice.
+``short_message``, UDH included), so a test can prove nothing was sent twice:
+``received`` counts every ``submit_sm`` (a throttled one comes again), ``taken`` the
+times a segment was taken (must be once). ``drop_every`` models an SMSC that goes down
+after processing what reached it: the session takes (without answering) every
+``submit_sm`` already on its way, then closes; :meth:`SmscSimulator.drop_sessions`
+closes at once, losing whatever was still in flight.
 """
 
 from __future__ import annotations
@@ -49,11 +54,13 @@ SegmentKey = tuple[str, bytes]  # (destination_addr, short_message)
 STATE_VALUES = {"ENROUTE": 1, "DELIVRD": 2, "EXPIRED": 3, "DELETED": 4, "UNDELIV": 5,
                 "ACCEPTD": 6, "UNKNOWN": 7, "REJECTD": 8}
 DELIVER_TIMEOUT_S = 10.0
+DRAIN_IDLE_S = 0.05  # a dropping session reads on until the ESME has been quiet this long
 
 
 @dataclass
 class SmscStats:
     received: Counter[SegmentKey] = field(default_factory=Counter)  # every submit_sm
+    taken: Counter[SegmentKey] = field(default_factory=Counter)  # taken (must be once each)
     accepted: dict[SegmentKey, str] = field(default_factory=dict)  # taken -> message id
     finals: dict[str, str] = field(default_factory=dict)  # message id -> final word
     silent: set[str] = field(default_factory=set)  # message ids never reported
@@ -109,13 +116,15 @@ class _Esme:
         self.sequence = 0
         self.pending: dict[int, asyncio.Future[int]] = {}
         self.closed = False
+        self.dropping = False  # taking what is on its way, answering nothing, then closing
 
     @property
     def receives(self) -> bool:
-        return self.mode in ("receiver", "transceiver") and not self.closed
+        return self.mode in ("receiver", "transceiver") and not self.closed \
+            and not self.dropping
 
     def write(self, data: bytes) -> None:
-        if not self.closed and not self.writer.transport.is_closing():
+        if not self.closed and not self.dropping and not self.writer.transport.is_closing():
             self.writer.write(data)
 
     def close(self) -> None:
@@ -139,7 +148,14 @@ class _Esme:
     async def serve(self) -> None:
         try:
             while True:
-                frame = await pdu.read_frame(self.reader)
+                if self.dropping:
+                    try:
+                        frame = await asyncio.wait_for(pdu.read_frame(self.reader),
+                                                       DRAIN_IDLE_S)
+                    except TimeoutError:
+                        break
+                else:
+                    frame = await pdu.read_frame(self.reader)
                 self.handle(frame)
         except (asyncio.IncompleteReadError, ConnectionError, OSError, pdu.PduError):
             pass
@@ -289,11 +305,15 @@ class SmscSimulator:
         stats.arrivals.append(time.monotonic())
         esme.outstanding += 1
         stats.max_outstanding = max(stats.max_outstanding, esme.outstanding)
+        if esme.dropping:  # on its way when the session went down: taken, never answered
+            self._take(esme, key, sm, early=False)
+            esme.outstanding -= 1
+            return
         if b.drop_every and stats.submits % b.drop_every == 0:
             self._take(esme, key, sm, early=False)
             esme.outstanding -= 1
             stats.drops += 1
-            esme.close()
+            esme.dropping = True
             return
         if rng.random() < b.throttle_rate:
             self._answer(esme, head.sequence, b.throttle_status)
@@ -346,6 +366,7 @@ class SmscSimulator:
         b, rng, stats = self.behaviour, self._rng, self.stats
         mid, text_id = self._new_id()
         stats.accepted[key] = mid
+        stats.taken[key] += 1
         word, silent = self._fate(sm)
         stats.finals[mid] = word
         if silent or not sm.registered_delivery & 0x01:
@@ -439,6 +460,32 @@ class SmscSimulator:
         else:
             self.stats.receipts_acked.setdefault(r.message_id, []).append(r.word)
         return True
+
+    def snapshot(self) -> dict[str, object]:
+        """Everything :class:`SmscStats` holds, as JSON (segments as ``dest:hex``)."""
+        st = self.stats
+
+        def seg(key: SegmentKey) -> str:
+            return f"{key[0]}:{key[1].hex()}"
+
+        return {
+            "submits": st.submits,
+            "received": {seg(k): n for k, n in st.received.items()},
+            "taken": {seg(k): n for k, n in st.taken.items()},
+            "accepted": {seg(k): mid for k, mid in st.accepted.items()},
+            "finals": dict(st.finals),
+            "silent": sorted(st.silent),
+            "receipts_written": dict(st.receipts_written),
+            "receipts_acked": {mid: list(words) for mid, words in st.receipts_acked.items()},
+            "deliver_statuses": {str(k): n for k, n in st.deliver_statuses.items()},
+            "submit_statuses": {str(k): n for k, n in st.submit_statuses.items()},
+            "mo_acked": list(st.mo_acked),
+            "binds": st.binds, "bind_refused": st.bind_refused,
+            "enquire_links": st.enquire_links, "unbinds": st.unbinds,
+            "unanswered": st.unanswered, "drops": st.drops,
+            "max_outstanding": st.max_outstanding,
+            "sessions": len(self.sessions),
+        }
 
     def send_mo(self, source: str, destination: str, text: str) -> None:
         """Deliver an inbound message (``deliver_sm``, not a receipt) in UCS-2."""

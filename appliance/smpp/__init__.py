@@ -1,4 +1,4 @@
-"""SMPP 3.4: one persistent ESME session per provider (SMPP-1..5).
+"""SMPP 3.4: one persistent ESME session per provider of ``kind = "smpp"`` (SMPP-1..5).
 
 A session is a *transport*: it binds, keeps the link alive, writes ``submit_sm`` PDUs
 inside a window and a rate, and says what became of each one; it hands every inbound
@@ -17,4 +17,14 @@ inside a window and a rate, and says what became of each one; it hands every inb
 - :mod:`.deliver`: an inbound ``deliver_sm`` as handed to the appliance.
 - :mod:`.link`: one bound TCP connection.
 - :mod:`.session`: the session: links, reconnects, window, rate, observable state.
+
+And how the appliance runs it:
+
+- :mod:`.transport`: the provider's transport: a message to segments, and back to
+  part outcomes.
+- :mod:`.intake`: each ``deliver_sm`` stored first (receipts, inbound messages).
+- :mod:`.uncertain`: UNCERTAIN parts settled by a late answer or by their receipt.
+- :mod:`.id_memory`: what ``receipt_id_format = "auto"`` learnt, kept across starts.
+- :mod:`.lifecycle`: the sessions started and stopped with the sender, the ``smpp`` loop.
+- :mod:`.metrics`: the sessions in ``/metrics``.
 """

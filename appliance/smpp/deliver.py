@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from appliance.smpp.encoding import ESCAPE, ESM_CLASS_UDHI, GSM7_BASIC, GSM7_EXTENSION
+from appliance.sending.segments import gsm7_text
+from appliance.smpp.encoding import ESM_CLASS_UDHI
 from appliance.smpp.ids import IdReader
 from appliance.smpp.pdu import (
     TLV_MESSAGE_PAYLOAD,
@@ -22,7 +23,8 @@ from appliance.smpp.pdu import (
 )
 from appliance.smpp.receipt import Receipt, ReceiptError, is_receipt, read_receipt
 
-_EXTENSION_CHARS = {code: ch for ch, code in GSM7_EXTENSION.items()}
+__all__ = ["Deliver", "DeliverHandler", "gsm7_text", "message_text", "read_deliver",
+           "split_udh"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,21 +47,6 @@ class Deliver:
 
 DeliverHandler = Callable[[Deliver], Awaitable[bool]]
 """``on_deliver``: ``True`` once the ``deliver_sm`` is durably stored."""
-
-
-def gsm7_text(septets: bytes) -> str:
-    """Unpacked GSM-7 (one septet per octet) as text; unknown codes as ``?``."""
-    out: list[str] = []
-    escaped = False
-    for code in septets:
-        if escaped:
-            out.append(_EXTENSION_CHARS.get(code, "?"))
-            escaped = False
-        elif code == ESCAPE:
-            escaped = True
-        else:
-            out.append(GSM7_BASIC[code] if code < len(GSM7_BASIC) else "?")
-    return "".join(out)
 
 
 def message_text(data_coding: int, payload: bytes) -> str | None:

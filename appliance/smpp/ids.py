@@ -74,6 +74,9 @@ def key(raw: str, fmt: IdFormat, *, hex_side: bool = False) -> str:
     return as_decimal(text)
 
 
+UNDECIDED_KEPT = 1000  # all-digit ids read as decimal remembered per side, at most
+
+
 @dataclass
 class IdEvidence:
     """What ``auto`` has learnt about one provider's ids (persist it to keep it)."""
@@ -88,11 +91,35 @@ class IdReader:
     def __init__(self, fmt: IdFormat, evidence: IdEvidence | None = None) -> None:
         self.fmt = fmt
         self.evidence = evidence or IdEvidence()
+        # All-digit ids read as decimal while their side had shown no letter yet:
+        # "submit" (responses and receipted_message_id TLVs) and "text" (receipt texts).
+        self.undecided: dict[str, set[str]] = {"submit": set(), "text": set()}
+
+    def _note(self, side: str, text: str) -> None:
+        kept = self.undecided[side]
+        if len(kept) < UNDECIDED_KEPT and is_decimal(text):
+            kept.add(text)
+
+    def corrections(self) -> list[tuple[str, str]]:
+        """``(old key, new key)`` for every remembered id of a side that has since shown
+        itself hexadecimal (each pair once: the memory of that side is then cleared)."""
+        out: list[tuple[str, str]] = []
+        for side, hex_now in (("submit", self.evidence.submit_hex),
+                              ("text", self.evidence.text_hex)):
+            if hex_now and self.undecided[side]:
+                out += sorted({(as_decimal(t), as_hex(t)) for t in self.undecided[side]
+                               if as_decimal(t) != as_hex(t)})
+                self.undecided[side].clear()
+        return out
 
     def submit_key(self, message_id: str) -> str:
         """The key of a ``submit_sm_resp`` id (learning from it under ``auto``)."""
-        if self.fmt == "auto" and has_hex_letter(trimmed(message_id)):
-            self.evidence.submit_hex = True
+        text = trimmed(message_id)
+        if self.fmt == "auto":
+            if has_hex_letter(text):
+                self.evidence.submit_hex = True
+            elif not self.evidence.submit_hex:
+                self._note("submit", text)
         return key(message_id, self.fmt, hex_side=self.evidence.submit_hex)
 
     def receipt_key(self, tlv_id: str | None, text_id: str | None) -> str | None:
@@ -103,8 +130,12 @@ class IdReader:
         if self.fmt == "auto":
             self._learn(tlv, text)
         if tlv:
+            if self.fmt == "auto" and not self.evidence.submit_hex:
+                self._note("submit", tlv)
             return key(tlv, self.fmt, hex_side=self.evidence.submit_hex)
         if text:
+            if self.fmt == "auto" and not self.evidence.text_hex:
+                self._note("text", text)
             return key(text, self.fmt, hex_side=self.evidence.text_hex)
         return None
 

@@ -7,9 +7,10 @@ change (bound, lost, bind refused, cannot connect) is one log line.
 
 :meth:`SmppSession.submit` writes one ``submit_sm`` per segment, at most ``window``
 unanswered at a time and no faster than the provider's token bucket; it never writes a
-segment twice. Throttling answers halve the bucket's rate (at most once a second,
-down to 1/32 of the configured rate); answers without throttling bring it back by a
-quarter a second.
+segment twice. Throttling answers halve the rate in force (the bucket's, or what
+actually went out over the last second when that was less; at most once a second, down
+to 1/32 of the configured rate); answers without throttling bring it back by a quarter
+a second.
 
 Each ``deliver_sm`` goes to ``on_deliver`` (see :mod:`appliance.smpp.deliver`); the
 session answers ``ESME_ROK`` only once it returned ``True``, and ``ESME_RX_T_APPN``
@@ -22,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 from appliance.clock import Clock
@@ -73,9 +75,11 @@ class SmppSession:
         self._errors: dict[LinkMode, str] = {}
         self._bound_changed = asyncio.Event()
         self._stop = asyncio.Event()
+        self._stopping: asyncio.Future[None] | None = None
         self._supervisors: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
         self._outstanding = 0
+        self._written: deque[float] = deque()  # when each submit_sm of the last second went
         self.throttled = self.reconnects = self.submitted = 0
         self.accepted = self.rejected = self.retried = self.uncertain = 0
         self.delivers = self.deliver_temp_errors = 0
@@ -104,9 +108,13 @@ class SmppSession:
 
     async def stop(self, timeout_s: float = 5.0) -> None:
         """Stop: new segments are RETRY at once, answers still due get ``timeout_s`` to
-        arrive, callbacks in progress finish and are answered, then ``unbind``."""
-        if self._stop.is_set():
-            return
+        arrive, callbacks in progress finish and are answered, then ``unbind``. A second
+        call waits for the first to finish."""
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop_now(timeout_s))
+        await asyncio.shield(self._stopping)
+
+    async def _stop_now(self, timeout_s: float) -> None:
         self._stop.set()
         self._signal()
         deadline = self._clock() + timeout_s
@@ -176,6 +184,8 @@ class SmppSession:
 
     async def submit(self, segments: Sequence[Segment]) -> list[SegmentOutcome]:
         """One outcome per segment, in order (see :mod:`appliance.smpp.submission`)."""
+        if len(segments) == 1:  # most messages: no task of its own
+            return [await self._submit_one(segments[0])]
         return list(await asyncio.gather(*(self._submit_one(seg) for seg in segments)))
 
     def _tx_link(self) -> Link | None:
@@ -209,7 +219,12 @@ class SmppSession:
                 return self._uncertain(seg, "internal error while submitting")
 
     async def _write_and_wait(self, seg: Segment) -> SegmentOutcome:
-        await self._bucket.acquire()
+        if self._stop.is_set():
+            return self._retry(seg, "not sent: session stopping")
+        wait = self._bucket.reserve()
+        if wait > 0:  # the rate's turn; a stop ends the wait (the segment is then RETRY)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), wait)
         link = self._tx_link()
         if link is None or self._stop.is_set():
             return self._retry(seg, "not sent: session lost before writing")
@@ -233,6 +248,9 @@ class SmppSession:
                                   error=f"cannot encode submit_sm: {exc}")
         self.submitted += 1
         self._outstanding += 1
+        now = self._clock()
+        self._written.append(now)
+        self._sent_last_second(now)
         try:
             await link.drain()
             resp = await asyncio.wait_for(fut, s.response_timeout_s)
@@ -272,11 +290,26 @@ class SmppSession:
                               command_status=head.status, status_name=name,
                               error=f"smpp {name}")
 
+    def _sent_last_second(self, now: float) -> int:
+        while self._written and now - self._written[0] > 1.0:
+            self._written.popleft()
+        return len(self._written)
+
+    def _sent_rate(self, now: float) -> float:
+        """submit_sm per second actually written lately (over at most the last second)."""
+        n = self._sent_last_second(now)
+        if not n:
+            return 0.0
+        return n / max(now - self._written[0], 0.25)
+
     def _slow_down(self) -> None:
         now = self._clock()
         if now - self._rate_changed_at >= RATE_STEP_S:
             old = self._bucket.rate
-            self._bucket.rate = max(self._rate_floor, old / 2)
+            # Halve what actually went out, when that was below the bucket's rate (a
+            # high rate_per_s the SMSC never let us reach).
+            base = min(old, max(self._sent_rate(now), self._rate_floor))
+            self._bucket.rate = max(self._rate_floor, base / 2)
             self._rate_changed_at = now
             if self._bucket.rate != old:
                 log.info("smpp %s: throttled; rate %.3g/s -> %.3g/s", self.name, old,

@@ -14,10 +14,14 @@ window = 10                 # outstanding submit_sm
 rate_per_s = 50
 enquire_link_s = 30
 receipt_id_format = "auto"  # auto | hex | decimal | as-is
+response_timeout_s = 30     # how long a submit_sm (enquire_link, unbind) waits for its answer
 ```
 
-The timing fields after ``receipt_id_format`` are not configuration keys: they have
+The timing fields after ``response_timeout_s`` are not configuration keys: they have
 protocol-sensible defaults and exist so tests can run a session quickly.
+
+Every mistake in the table is reported, one ``[providers.NAME] key: why`` each, joined
+by ``; `` on one line.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ BIND_MODES: tuple[BindMode, ...] = ("transceiver", "transmitter+receiver")
 
 KEYS = ("host", "port", "system_id", "password", "system_type", "bind", "source_addr",
         "source_ton", "source_npi", "window", "rate_per_s", "enquire_link_s",
-        "receipt_id_format")
+        "receipt_id_format", "response_timeout_s")
 
 
 @dataclass(frozen=True)
@@ -54,8 +58,8 @@ class SmppSettings:
     rate_per_s: float = 50.0
     enquire_link_s: float = 30.0
     receipt_id_format: IdFormat = "auto"
-    # Not configuration keys (see the module docstring).
     response_timeout_s: float = 30.0  # submit_sm, enquire_link, unbind without an answer
+    # Not configuration keys (see the module docstring).
     bind_timeout_s: float = 10.0
     connect_timeout_s: float = 10.0
     reconnect_min_s: float = 1.0
@@ -76,24 +80,26 @@ class SmppSettings:
                    ignore: Collection[str] = ("kind",)) -> SmppSettings:
         """Settings from a provider's TOML table; keys in ``ignore`` belong to the caller.
 
-        :class:`ConfigError` naming the first bad key.
+        :class:`ConfigError` naming every bad key.
         """
         where = f"[providers.{name}]"
+        problems: list[str] = []
+
+        def fail(key: str, why: str) -> None:
+            problems.append(f"{where} {key}: {why}")
+
         for key in table:
             if key not in KEYS and key not in ignore:
-                raise ConfigError(f"{where} {key}: unknown setting for kind \"smpp\""
-                                  f" (options: {', '.join(KEYS)})")
-
-        def fail(key: str, why: str) -> ConfigError:
-            return ConfigError(f"{where} {key}: {why}")
+                fail(key, f"unknown setting for kind \"smpp\" (options: {', '.join(KEYS)})")
 
         def text(key: str, default: str | None, max_len: int) -> str:
             value = table.get(key, default)
             if value is None:
-                raise fail(key, 'required for kind "smpp"')
+                fail(key, 'required for kind "smpp"')
+                return ""
             if not isinstance(value, str) or not value.isascii() or len(value) > max_len:
-                raise fail(key, f"expected ASCII text of at most {max_len} characters,"
-                                f" got {value!r}")
+                fail(key, f"expected ASCII text of at most {max_len} characters, got {value!r}")
+                return ""
             return value
 
         def integer(key: str, default: int | None, lo: int, hi: int) -> int | None:
@@ -101,33 +107,40 @@ class SmppSettings:
             if value is None:
                 return None
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise fail(key, f"expected a whole number from {lo} to {hi}, got {value!r}")
+                fail(key, f"expected a whole number from {lo} to {hi}, got {value!r}")
+                return default
             return value
 
         def number(key: str, default: float, lo: float) -> float:
             value = table.get(key, default)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < lo:
-                raise fail(key, f"expected a number of at least {lo:g}, got {value!r}")
+                fail(key, f"expected a number of at least {lo:g}, got {value!r}")
+                return default
             return float(value)
 
         host = text("host", None, 255)
-        if not host:
-            raise fail("host", 'required for kind "smpp"')
+        if "host" in table and not host and isinstance(table["host"], str):
+            fail("host", 'required for kind "smpp"')
         port = integer("port", None, 1, 65535)
-        if port is None:
-            raise fail("port", 'required for kind "smpp"')
+        if port is None and "port" not in table:
+            fail("port", 'required for kind "smpp"')
         bind = table.get("bind", "transceiver")
         if bind not in BIND_MODES:
-            raise fail("bind", f"one of {' | '.join(BIND_MODES)}, got {bind!r}")
+            fail("bind", f"one of {' | '.join(BIND_MODES)}, got {bind!r}")
+            bind = "transceiver"
         fmt = table.get("receipt_id_format", "auto")
         if fmt not in ID_FORMATS:
-            raise fail("receipt_id_format", f"one of {' | '.join(ID_FORMATS)}, got {fmt!r}")
+            fail("receipt_id_format", f"one of {' | '.join(ID_FORMATS)}, got {fmt!r}")
+            fmt = "auto"
         source_addr = text("source_addr", "", 20)
+        system_id = text("system_id", None, 15)
+        if "system_id" in table and not system_id and isinstance(table["system_id"], str):
+            fail("system_id", 'required for kind "smpp"')
         settings = cls(
             name=name,
             host=host,
-            port=port,
-            system_id=text("system_id", None, 15),
+            port=port or 1,
+            system_id=system_id,
             password=text("password", None, 8),
             system_type=text("system_type", "", 12),
             bind=bind,
@@ -139,13 +152,16 @@ class SmppSettings:
                               0.001),
             enquire_link_s=number("enquire_link_s", 30.0, 1.0),
             receipt_id_format=fmt,
+            response_timeout_s=number("response_timeout_s", 30.0, 0.1),
         )
-        if not settings.system_id:
-            raise fail("system_id", 'required for kind "smpp"')
-        if not source_addr:
-            raise fail("source_addr", 'required for kind "smpp"')
-        try:
-            settings.source()
-        except ValueError as exc:
-            raise fail("source_addr", str(exc)) from None
+        if "source_addr" not in table or (isinstance(table["source_addr"], str)
+                                          and not source_addr):
+            fail("source_addr", 'required for kind "smpp"')
+        elif source_addr:
+            try:
+                settings.source()
+            except ValueError as exc:
+                fail("source_addr", str(exc))
+        if problems:
+            raise ConfigError("; ".join(problems))
         return settings

@@ -28,11 +28,13 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     checks = await readiness(_appliance(request))
-    ready = all(c.ok for c in checks)
+    ready = all(c.ok or c.advisory for c in checks)
     return JSONResponse({
         "status": "ready" if ready else "not ready",
-        "checks": {c.name: {"ok": c.ok, "detail": c.detail} for c in checks},
-        "reasons": [f"{c.name}: {c.detail}" for c in checks if not c.ok],
+        "checks": {c.name: {"ok": c.ok, "detail": c.detail, **({"advisory": True}
+                                                               if c.advisory else {})}
+                   for c in checks},
+        "reasons": [f"{c.name}: {c.detail}" for c in checks if not c.ok and not c.advisory],
     }, status_code=200 if ready else 503)
 
 

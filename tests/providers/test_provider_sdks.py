@@ -187,11 +187,13 @@ def submitted(server: Server, ref: str, provider: str) -> None:
     """A message the sender handed to ``provider`` (committed from another process)."""
     conn = db(server)
     try:
-        with conn:
-            row = conn.execute("SELECT min(id) FROM accounts").fetchone()
-            assert row is not None
-            account = int(row[0])
-            add_message(conn, account, ref, provider=provider)
+        # IMMEDIATE: a read-then-write transaction beside the live writer would get
+        # SQLITE_BUSY (snapshot out of date) at once, whatever the busy timeout.
+        conn.execute("BEGIN IMMEDIATE")
+        row = conn.execute("SELECT min(id) FROM accounts").fetchone()
+        assert row is not None
+        add_message(conn, int(row[0]), ref, provider=provider)
+        conn.execute("COMMIT")
     finally:
         conn.close()
 

@@ -66,8 +66,16 @@ def write(server: Server, fn: Any) -> Any:
     """A commit from another process, as a message the sender wrote would appear."""
     conn = db(server, readonly=False)
     try:
-        with conn:
-            return fn(conn)
+        # IMMEDIATE: a read-then-write transaction beside the live writer would get
+        # SQLITE_BUSY (snapshot out of date) at once, whatever the busy timeout.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            out = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return out
     finally:
         conn.close()
 

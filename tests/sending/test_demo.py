@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.harness import Server, wait_for
@@ -22,12 +23,20 @@ def test_demo_imports_sends_and_reports(tmp_path: Path) -> None:
         with server.client(key) as api:
             def reported() -> dict[str, Any] | None:
                 campaigns = api.get("/api/campaigns").json()["campaigns"]
-                if campaigns and campaigns[0]["finalised"] >= 30:
-                    return dict(campaigns[0])
+                by_provider = {c["provider"]: c for c in campaigns}
+                if len(by_provider) == 2 and all(c["finalised"] >= 30
+                                                 for c in by_provider.values()):
+                    return by_provider
                 return None
 
-            campaign = wait_for(reported, 120, interval=0.5, message="demo reports")
-            assert campaign["total"] == 300
+            # One campaign through the HTTP simulator, one through the SMSC simulator.
+            campaigns = wait_for(reported, 120, interval=0.5, message="demo reports")
+            assert set(campaigns) == {"sim", "smsc"}
+            assert campaigns["sim"]["total"] == campaigns["smsc"]["total"] == 300
+            assert campaigns["smsc"]["encoding"] == "UCS-2"
+            assert campaigns["smsc"]["parts_per_message"] == 2
+            ready = httpx.get(server.url + "/readyz").json()
+            assert ready["checks"]["smpp:smsc"]["ok"]
             job = api.get("/api/jobs").json()["jobs"][0]
             assert job["duplicates"] > 0 and job["rejected"] > 0
             assert api.get("/api/stats").status_code == 200

@@ -10,11 +10,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from appliance.sending.segments import segment
 from appliance.simulator.smsc import SmscSimulator
 from appliance.simulator.smsc_behaviour import SmscBehaviour
 from appliance.smpp.addresses import destination
 from appliance.smpp.deliver import Deliver
-from appliance.smpp.encoding import split_text
 from appliance.smpp.session import SmppSession
 from appliance.smpp.settings import SmppSettings
 from appliance.smpp.submission import LateResponse, Segment, segments
@@ -48,8 +48,8 @@ def settings_for(port: int, **overrides: Any) -> SmppSettings:
 def message(ref: str, text: str, msisdn: str = "+905321234567",
             source: SmppSettings | None = None) -> list[Segment]:
     src = (source or settings_for(1)).source()
-    alphabet, parts = split_text(text)
-    return segments(ref, destination(msisdn), src, alphabet, parts)
+    seg = segment(text)
+    return segments(ref, destination(msisdn), src, seg.encoding, seg.parts)
 
 
 @dataclass

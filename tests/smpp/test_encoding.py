@@ -6,22 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from appliance.sending.segments import GSM7_BASIC, GSM7_EXTENSION, gsm7_septets, segment
 from appliance.smpp.deliver import gsm7_text, split_udh
-from appliance.smpp.encoding import (
-    GSM7_BASIC,
-    GSM7_EXTENSION,
-    encode_parts,
-    gsm7_septets,
-    split_text,
-)
+from appliance.smpp.encoding import encode_part, encode_parts
 
-GSM_CHARS = st.sampled_from([c for c in GSM7_BASIC if c != "\x1b"] + list(GSM7_EXTENSION))
+GSM_CHARS = st.sampled_from(sorted(GSM7_BASIC) + sorted(GSM7_EXTENSION))
 
 
 def test_gsm7_is_one_septet_per_octet_with_escapes() -> None:
     assert gsm7_septets("@A€{") == bytes((0x00, 0x41, 0x1B, 0x65, 0x1B, 0x28))
     assert gsm7_septets("Ç£") == bytes((0x09, 0x01))
-    with pytest.raises(ValueError, match="GSM-7"):
+    with pytest.raises(ValueError, match="GSM 7-bit"):
         gsm7_septets("ğ")
 
 
@@ -45,25 +40,14 @@ def test_concatenated_parts_carry_the_8bit_udh_and_udhi() -> None:
         (b"ab", (0x2A, 3, 1)), (b"cd", (0x2A, 3, 2)), (b"e", (0x2A, 3, 3))]
 
 
-@pytest.mark.parametrize(("text", "alphabet", "sizes"), [
-    ("a" * 160, "GSM-7", [160]),
-    ("a" * 161, "GSM-7", [153, 8]),
-    ("€" * 80, "GSM-7", [80]),  # 160 septets
-    ("a" * 152 + "€" + "a" * 10, "GSM-7", [152, 11]),  # the escape pair is not split
-    ("ş" * 70, "UCS-2", [70]),
-    ("ş" * 71, "UCS-2", [67, 4]),
-    ("ş" * 66 + "😀" + "ş" * 5, "UCS-2", [66, 6]),  # the surrogate pair is not split
-])
-def test_split_text(text: str, alphabet: str, sizes: list[int]) -> None:
-    got_alphabet, parts = split_text(text)
-    assert got_alphabet == alphabet and [len(p) for p in parts] == sizes
-    assert "".join(parts) == text
+def test_a_part_sent_alone_keeps_its_place_in_the_message() -> None:
+    alone = encode_part("cd", "GSM-7", 2, 3, 0x2A)
+    assert alone == encode_parts(["ab", "cd", "e"], "GSM-7", 0x2A)[1]
 
 
-@given(st.text(max_size=500))
-def test_every_split_fits_a_short_message(text: str) -> None:
-    alphabet, parts = split_text(text)
-    assert "".join(parts) == text
-    limit = 160 if alphabet == "GSM-7" else 140  # GSM-7 unpacked: a septet per octet
-    for part in encode_parts(parts, alphabet, 1):
+@given(st.text(max_size=500).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)))
+def test_every_part_of_the_shared_segmentation_fits_a_short_message(text: str) -> None:
+    seg = segment(text)
+    limit = 160 if seg.encoding == "GSM-7" else 140  # GSM-7 unpacked: a septet per octet
+    for part in encode_parts(seg.parts, seg.encoding, 1):
         assert len(part.short_message) <= limit

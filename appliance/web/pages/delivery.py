@@ -4,7 +4,8 @@ The dashboard shows the same figures as ``GET /api/stats`` (one read unit,
 ``appliance.reports.summary.summary``, for the signed-in account): coverage beside
 delivery rate over the settled window, the same for the live hours after it,
 still-open vs total by hour of creation as a server-drawn chart, inbox health,
-overdue messages and the alerts that hold. Its figures are also served alone
+overdue messages, the alerts that hold and each SMPP session (bound or not, since
+when, its window in use, the rate in force, throttled answers). Its figures are also served alone
 (``/dashboard/figures``) for the page's script to swap in while reports arrive.
 
 ``/messages`` lists the account's messages, newest first, filtered by state,
@@ -72,12 +73,32 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
     alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"].replace("_", " "))}
               for a in stats["alerts"]]
     busy = stats["live"]["still_due"] > 0 or stats["inbox"]["waiting"] > 0
-    return {"stats": stats, "window_start": start, "window_end": end, "now": now,
+    return {"stats": stats, "smpp": smpp_panel(appliance), "window_start": start,
+            "window_end": end, "now": now,
             "chart": open_by_hour_svg(bars, start, now, settling_from_ms=end),
             "hours": sorted(bars, key=lambda b: b.hour_ms, reverse=True),
             "settling_from": end, "alerts": alerts,
             "holding": [a for a in alerts if a["firing"]], "settings": settings,
             "poll_s": BUSY_POLL_S if busy else IDLE_POLL_S}
+
+
+def smpp_panel(appliance: Any) -> list[dict[str, Any]]:
+    """Each SMPP session as the dashboard shows it (empty: no SMPP provider)."""
+    sessions = appliance.smpp
+    if sessions is None:
+        return []
+    out = []
+    for name, s in sorted(sessions.sessions.items()):
+        st = s.transport.state()
+        errors = [f"{ls.mode}: {ls.last_error}" for ls in st.links if ls.last_error]
+        out.append({"name": name, "bound": st.bound, "since": st.bound_since_ms,
+                    "window": st.window, "in_use": st.window_in_use,
+                    "rate": st.rate_per_s, "configured_rate": s.transport.settings.rate_per_s,
+                    "throttled": st.throttled, "reconnects": st.reconnects,
+                    "accepted": st.accepted, "uncertain": st.uncertain,
+                    "delivers": st.delivers, "temp_errors": st.deliver_temp_errors,
+                    "error": "; ".join(errors)})
+    return out
 
 
 async def dashboard(request: Request, session: ConsoleSession, form: FormData) -> Response:

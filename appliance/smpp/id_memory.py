@@ -1,0 +1,96 @@
+"""What ``receipt_id_format = "auto"`` has learnt of a provider's ids, kept across starts.
+
+:class:`~appliance.smpp.ids.IdEvidence` is two booleans: whether the SMSC's
+``submit_sm_resp`` ids, and its receipt texts' ids, have shown themselves hexadecimal.
+Until they have, an all-digit id is read as decimal; so the evidence is kept in
+``appliance_state`` (key ``smpp.<provider>.id_evidence``, JSON) and loaded before the
+session reads its first id, and ``auto`` starts warm after a restart.
+
+On a provider's first session, the ids ``auto`` read as decimal before the SMSC showed
+a letter were read wrongly; :func:`rekey` re-files what was stored under those keys
+(the id -> part mapping, the part's id, receipts waiting in the inbox) under the right
+ones and applies what then matches. It is a no-op for keys already changed, so the
+session's loop runs it again for a while, for outcomes and receipts still on their way
+to the database when the evidence changed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import apsw
+
+from appliance.reports.apply import apply_waiting_for_refs
+from appliance.smpp.ids import IdEvidence
+
+
+def state_key(provider: str) -> str:
+    return f"smpp.{provider}.id_evidence"
+
+
+def load_evidence(conn: apsw.Connection, provider: str) -> IdEvidence:
+    """The evidence kept for ``provider`` (a read unit); none kept: nothing learnt."""
+    row: Any = conn.execute("SELECT value FROM appliance_state WHERE key = ?",
+                            (state_key(provider),)).fetchone()
+    if row is None:
+        return IdEvidence()
+    try:
+        data = json.loads(str(row[0]))
+    except ValueError:
+        return IdEvidence()
+    if not isinstance(data, dict):
+        return IdEvidence()
+    return IdEvidence(submit_hex=data.get("submit_hex") is True,
+                      text_hex=data.get("text_hex") is True)
+
+
+def save_evidence(conn: apsw.Connection, provider: str, evidence: IdEvidence,
+                  now_ms: int) -> None:
+    """Keep ``evidence`` for ``provider`` (a write unit)."""
+    value = json.dumps({"submit_hex": evidence.submit_hex, "text_hex": evidence.text_hex})
+    conn.execute(
+        "INSERT INTO appliance_state (key, value, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
+        " updated_at = excluded.updated_at", (state_key(provider), value, now_ms))
+
+
+def rekey(conn: apsw.Connection, provider: str, pairs: list[tuple[str, str]],
+          now_ms: int) -> int:
+    """Re-file what is stored under each ``old`` key under ``new`` (a write unit);
+    returns how many rows changed."""
+    changed = 0
+    refs: list[str] = []
+    for old, new in pairs:
+        mapped: Any = conn.execute(
+            "SELECT ref, part FROM provider_ids WHERE provider = ? AND provider_msg_id = ?",
+            (provider, old)).fetchone()
+        clash = conn.execute("SELECT 1 FROM provider_ids WHERE provider = ?"
+                             " AND provider_msg_id = ?", (provider, new)).fetchone()
+        if mapped is not None and clash is None:
+            ref, part = str(mapped[0]), int(mapped[1])
+            conn.execute("UPDATE provider_ids SET provider_msg_id = ? WHERE provider = ?"
+                         " AND provider_msg_id = ?", (new, provider, old))
+            conn.execute(
+                "UPDATE message_parts SET provider_msg_id = ?, updated_at = ?"
+                " WHERE provider_msg_id = ? AND part = ? AND message_id ="
+                " (SELECT id FROM messages WHERE ref = ? AND provider = ?)",
+                (new, now_ms, old, part, ref, provider))
+            conn.execute("UPDATE messages SET provider_msg_id = ? WHERE ref = ?"
+                         " AND provider = ? AND provider_msg_id = ?", (new, ref, provider, old))
+            refs.append(ref)
+            changed += 1
+        waiting = [int(r[0]) for r in conn.execute(
+            "SELECT id FROM report_inbox WHERE provider = ? AND ref = '' AND"
+            " provider_msg_id = ? AND applied_at IS NULL", (provider, old))]
+        for row_id in waiting:
+            try:
+                conn.execute("UPDATE report_inbox SET provider_msg_id = ? WHERE id = ?",
+                             (new, row_id))
+            except apsw.ConstraintError:
+                continue  # the same receipt is filed under the new key already
+            changed += 1
+    if changed:
+        apply_waiting_for_refs(conn, refs, now_ms, [(provider, new) for _, new in pairs],
+                               provider=provider)
+    return changed
