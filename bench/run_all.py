@@ -13,6 +13,7 @@ ORDER = [
     "bench_import.py",
     "bench_callbacks_wrk.py",
     "bench_reports.py",
+    "bench_summary.py",
     "bench_send.py",
     "bench_smpp.py",
     "bench_backup.py",

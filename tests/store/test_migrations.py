@@ -16,7 +16,8 @@ RELEASED = sorted(int(p.stem.removeprefix("v")) for p in SCHEMAS.glob("v*.sql"))
 
 
 def shape(path: Path) -> dict[str, Any]:
-    """Tables with their columns (name, type, not null, default, pk) and every index."""
+    """Tables with their columns (name, type, not null, default, pk), every index and
+    every trigger."""
     conn = open_connection(str(path), readonly=True)
     try:
         out: dict[str, Any] = {}
@@ -37,6 +38,9 @@ def shape(path: Path) -> dict[str, Any]:
             covered = [str(r[0]) for r in info]
             # Auto-indexes carry a generated name; compare them by what they cover.
             out[f"index {table}({','.join(covered)})"] = (table, int(unique), covered)
+        for name, sql in conn.execute("SELECT name, sql FROM sqlite_schema"
+                                      " WHERE type IN ('trigger', 'index') AND sql IS NOT NULL"):
+            out[f"sql {name}"] = " ".join(str(sql).split())  # triggers, partial indexes
         return out
     finally:
         conn.close()
