@@ -1,7 +1,7 @@
 """Import jobs in the store: creating one idempotently, reading it, advancing it.
 
 Every function here is a read unit or a write unit (a function of an apsw
-connection). :func:`apply_chunk` is the heart of IMP-4: the contacts of one chunk,
+connection). :func:`apply_parsed` is the heart of IMP-4: the contacts of one chunk,
 its reject rows and the new position are written in one transaction, and the
 position update is guarded by the previous position so two workers can never
 advance the same job. :func:`rerun_job` (IMP-11) makes a new job over a finished
@@ -329,67 +329,15 @@ def load_payload(conn: apsw.Connection, job_id: int) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
-def apply_chunk(conn: apsw.Connection, chunk: Chunk, now_ms: int) -> ImportJob:
-    """Write unit: one chunk's contacts, rejects and position, or nothing at all."""
-    job = get_job(conn, chunk.job_id)
-    if job is None or job.state not in ACTIVE_STATES or job.processed != chunk.from_processed:
-        raise JobMoved(f"job {chunk.job_id} is not at line {chunk.from_processed}")
-    inserted = dup_paste = dup_list = rejected = header = 0
-    for row in chunk.rows:
-        if row.header:
-            header += 1
-        elif row.msisdn is None:
-            rejected += 1
-            conn.execute(
-                "INSERT INTO import_rejects (job_id, line_number, line, reason, line_length)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (job_id, line_number) DO NOTHING",
-                (job.id, row.line_number, row.line[:REJECT_LINE_KEEP], row.reason,
-                 max(row.line_length, len(row.line))),
-            )
-        else:
-            conn.execute(
-                "INSERT INTO contacts (list_id, msisdn, name, job_id, created_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (list_id, msisdn) DO NOTHING",
-                (job.list_id, row.msisdn, row.name, job.id, now_ms),
-            )
-            if conn.changes():
-                inserted += 1
-            else:
-                owner = conn.execute(
-                    "SELECT job_id FROM contacts WHERE list_id = ? AND msisdn = ?",
-                    (job.list_id, row.msisdn),
-                ).fetchone()
-                if owner is not None and owner[0] == job.id:
-                    dup_paste += 1
-                else:
-                    dup_list += 1
-    done = chunk.to_processed >= job.total
-    conn.execute(
-        "UPDATE import_jobs SET processed = ?, text_offset = ?, inserted = inserted + ?,"
-        " duplicates_in_paste = duplicates_in_paste + ?,"
-        " duplicates_in_list = duplicates_in_list + ?,"
-        " rejected = rejected + ?, blank = blank + ?, header_skipped = header_skipped + ?,"
-        " state = ?, started_at = COALESCE(started_at, ?), finished_at = ?, updated_at = ?"
-        " WHERE id = ? AND processed = ? AND state IN ('DRAFT', 'RUNNING')",
-        (chunk.to_processed, chunk.to_offset, inserted, dup_paste, dup_list, rejected,
-         chunk.blank, header, "DONE" if done else "RUNNING", now_ms, now_ms if done else None,
-         now_ms, job.id, chunk.from_processed),
-    )
-    if conn.changes() != 1:
-        raise JobMoved(f"job {job.id} moved while this chunk was written")
-    out = get_job(conn, job.id)
-    assert out is not None
-    return out
-
-
 def apply_parsed(conn: apsw.Connection, chunk: Any, now_ms: int) -> ImportJob:
     """Write unit: one chunk's contacts, rejects and position, or nothing at all.
 
     ``chunk`` is a :class:`appliance.imports.parse_process.ParsedChunk`: each distinct
     number once (with how many more lines of the chunk repeat it), so the inserts are
-    one ``executemany``. What it counts is what :func:`apply_chunk` counts line by line:
-    a line whose number this job put in the list (in this chunk or before) is a
-    duplicate within the paste, any other conflicting line is already in the list.
+    one ``executemany``. Duplicates are decided by the database, line by line: a line
+    whose number this job put in the list (in this chunk or before) is a duplicate
+    within the paste, any other line whose number is in the list already is "already
+    in the list".
     """
     job = get_job(conn, chunk.job_id)
     if job is None or job.state not in ACTIVE_STATES or job.processed != chunk.from_processed:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio.to_thread
 import apsw
@@ -267,6 +268,7 @@ class Metrics:
             ["provider"], buckets=REPORT_AGE_BUCKETS, registry=self.registry)
         self.registry.register(ApplianceCollector(appliance))
         self._observing = False
+        self._by_request: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def observe_writer(self, appliance: Appliance) -> None:
         if not self._observing:
@@ -275,8 +277,14 @@ class Metrics:
             self._observing = True
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.http_requests.labels(route, method, str(status)).inc()
-        self.http_seconds.labels(route).observe(seconds)
+        key = (route, method, status)
+        found = self._by_request.get(key)
+        if found is None:  # labels() looks the child up under a lock: once per key
+            found = self._by_request[key] = (
+                self.http_requests.labels(route, method, str(status)),
+                self.http_seconds.labels(route))
+        found[0].inc()
+        found[1].observe(seconds)
 
     def observe_signed_report_age(self, provider: str, seconds: float) -> None:
         self.signed_report_age.labels(provider).observe(max(0.0, seconds))
