@@ -40,6 +40,7 @@ log = logging.getLogger("appliance.imports")
 PROCESS_MIN_LINES = 20_000
 AHEAD = 4  # chunks the server keeps read from the child, beyond the pipe's own buffer
 _START_TIMEOUT_S = 60.0
+STOP = "stop"  # sent to the child: drop the current request
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,12 @@ def _child(commands: Connection, results: Connection, db_path: str) -> None:
     texts: dict[int, str] = {}
     try:
         while True:
-            request: Request | None = commands.recv()
+            request: Request | str | None = commands.recv()
             if request is None:
                 return
+            if request == STOP:  # the job was cancelled or moved: wait for the next one
+                continue
+            assert isinstance(request, Request)
             try:
                 text = texts.get(request.job_id)
                 if text is None:
@@ -237,6 +241,9 @@ class ChildParser:
             self._numbers += 1
             self._current = self._numbers
             self._drain()
+            if self._commands is not None:
+                with contextlib.suppress(OSError):
+                    self._commands.send(STOP)
 
     def close(self) -> None:
         if self._commands is not None:
