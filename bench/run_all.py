@@ -12,6 +12,7 @@ ORDER = [
     "bench_parse.py",
     "bench_import.py",
     "bench_callbacks_wrk.py",
+    "bench_intake_cost.py",
     "bench_reports.py",
     "bench_summary.py",
     "bench_send.py",
