@@ -39,7 +39,7 @@ log = logging.getLogger("appliance.imports")
 # Jobs of at least this many lines are parsed in the child process.
 PROCESS_MIN_LINES = 20_000
 AHEAD = 4  # chunks the server keeps read from the child, beyond the pipe's own buffer
-_START_TIMEOUT_S = 60.0
+_POLL_S = 5.0  # how often a wait for the child checks that it is still there
 STOP = "stop"  # sent to the child: drop the current request
 
 
@@ -224,9 +224,14 @@ class ChildParser:
 
     def _get(self) -> Parsed:
         while True:
-            got = self._queue.get(timeout=_START_TIMEOUT_S)
+            try:
+                got = self._queue.get(timeout=_POLL_S)
+            except queue.Empty:
+                if self._proc is not None and self._proc.is_alive():
+                    continue  # slow (a large payload, a busy machine), not gone
+                got = None
             if got is None:
-                self._proc = None  # gone: the next start begins a new one
+                self.close()  # gone: the next start begins a new one
                 raise ChildGone("the import parser process ended")
             number, parsed = got
             if number == self._current:
