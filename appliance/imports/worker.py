@@ -1,15 +1,15 @@
 """The import worker: a scheduler loop that advances jobs chunk by chunk.
 
-Each step takes the oldest unfinished job and works on it for up to
-:data:`STEP_S`: the chunks of ~2,000 lines are parsed ahead (in a second process for a
-large job, :mod:`appliance.imports.parse_process`; in a worker thread for a small one)
-while the writer commits the ones before, each in one unit that writes the contacts,
-the rejects and the new position together, guarded by the previous position (IMP-4).
-Up to :data:`IN_FLIGHT` chunk units wait for the writer at once, so the writer's group
-commit puts several in one transaction when the disk is the slower part. The step
-ends with every unit it handed over committed (or refused), so a stop never leaves
-one behind. Killed anywhere, the job resumes from the last committed position on the
-next start (IMP-9).
+Each step takes the oldest unfinished job and works on it for up to :data:`STEP_S`: the
+chunks of ~2,000 lines are parsed ahead (in a second process for a large job,
+:mod:`appliance.imports.parse_process`; in a worker thread for a small one) while the
+writer commits the ones before, each in one unit that writes the contacts, the rejects
+and the new position together, guarded by the previous position (IMP-4). Up to
+:data:`IN_FLIGHT` chunk units wait for the writer at once, so the writer's group commit
+puts several in one transaction when the disk is the slower part. The step ends with
+every unit it handed over committed (or refused), so a stop never leaves one behind;
+once a stop began it ends after the chunk it is on. Killed anywhere, the job resumes
+from the last committed position on the next start (IMP-9).
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ class ImportWorker:
                 self._streaming = (job.id, position)
                 while len(applying) >= IN_FLIGHT:
                     await self._settle(applying.popleft())
-                if position >= job.total or time.perf_counter() - started > STEP_S:
+                if (position >= job.total or time.perf_counter() - started > STEP_S
+                        or self.appliance.scheduler.stopping):
                     break
         except JobMoved as exc:  # cancelled, or moved by someone else: start over from the store
             log.info("chunk dropped: %s", exc)
