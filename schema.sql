@@ -162,6 +162,7 @@ CREATE TABLE messages (
     ucs2_because      TEXT,  -- the first character that forced UCS-2, or NULL
     priority          INTEGER NOT NULL DEFAULT 0,  -- OPS-1: 0 high (single messages), 1 normal (campaigns)
     claimed_at        INTEGER,  -- OPS-6: reserved by the sender (still QUEUED/RETRY, nothing sent); NULL otherwise
+    counted_state     TEXT,  -- the state message_counts counts it under; NULL: not yet
     UNIQUE (account_id, idempotency_key),
     UNIQUE (campaign_id, msisdn)
 );
@@ -179,7 +180,12 @@ CREATE INDEX messages_lanes ON messages (provider, priority, campaign_id, state,
 CREATE INDEX messages_claimed ON messages (provider, campaign_id) WHERE claimed_at IS NOT NULL;
 CREATE INDEX messages_msisdn ON messages (account_id, msisdn);
 CREATE INDEX messages_provider_id ON messages (provider, provider_msg_id);
-CREATE INDEX messages_open ON messages (state, submitted_at);  -- DLR-7 cut-off
+-- DLR-7 cut-off, and overdue (DLR-11) counted from the index alone, for one account or all.
+CREATE INDEX messages_open ON messages (state, submitted_at, created_at, account_id);
+-- The messages whose state is not (yet) in message_counts: new ones, and those whose
+-- state changed since they were counted (see message_counts below).
+CREATE INDEX messages_uncounted ON messages (created_at, account_id, state, counted_state)
+    WHERE counted_state IS DISTINCT FROM state;
 
 -- MSG-3/4: one row per part the provider reports on separately (Vonage: one per SMS
 -- part, each with its own id; Twilio, Infobip: one, their id covers every part). Written
@@ -239,7 +245,10 @@ CREATE TABLE report_inbox (
     outcome        TEXT,  -- APPLIED, STALE (kept in history, not applied), or NULL while waiting
     UNIQUE (ref, provider_msg_id, status, reported_at, provider)
 );
-CREATE INDEX report_inbox_waiting ON report_inbox (applied_at, next_try_at);
+-- Only the rows still waiting (applied_at IS NULL): the reconciler's next due, and the
+-- oldest waiting (inbox health, DLR-10; retention of unmatched rows) as first entries.
+CREATE INDEX report_inbox_due ON report_inbox (next_try_at) WHERE applied_at IS NULL;
+CREATE INDEX report_inbox_waiting_since ON report_inbox (received_at) WHERE applied_at IS NULL;
 CREATE INDEX report_inbox_received ON report_inbox (received_at);
 CREATE INDEX report_inbox_provider_id ON report_inbox (provider, provider_msg_id);
 CREATE INDEX report_inbox_message ON report_inbox (message_id);
@@ -384,3 +393,143 @@ CREATE TABLE message_actions (
     at           INTEGER NOT NULL
 );
 CREATE INDEX message_actions_message ON message_actions (message_id);
+
+-- Summaries that don't scan: counts kept up to date in the same transaction as the rows
+-- they count, so /api/stats, the dashboard, /metrics and `appliance doctor` read a few
+-- hundred rows instead of every message. appliance/store/rollups.py reads them and
+-- compares them with a full recount (a randomised test).
+--
+-- Messages per account, minute of creation (created_at / 60000) and state. A message is
+-- counted under messages.counted_state (NULL: not counted yet); one whose state differs
+-- from it is in messages_uncounted, and readers add it there, so the counts are exact
+-- in every snapshot; a bounded write unit (the rollups loop) moves such messages into
+-- the counts. A count that reaches 0 is removed.
+CREATE TABLE message_counts (
+    account_id  INTEGER NOT NULL,
+    minute      INTEGER NOT NULL,
+    state       TEXT    NOT NULL,
+    n           INTEGER NOT NULL,
+    PRIMARY KEY (account_id, minute, state)
+);
+
+-- Rows of a table by one column's value: messages by state (counted as above),
+-- report_inbox by outcome (WAITING while unmatched), raw_reports and raw_inbound by
+-- parsed or quarantined, suppressions by source, inbound_messages (STOP keywords or
+-- other); the last five kept by the triggers below.
+CREATE TABLE row_counts (
+    name  TEXT    NOT NULL,
+    key   TEXT    NOT NULL,
+    n     INTEGER NOT NULL,
+    PRIMARY KEY (name, key)
+);
+
+CREATE TRIGGER messages_counted_delete AFTER DELETE ON messages
+    WHEN old.counted_state IS NOT NULL
+BEGIN
+    UPDATE message_counts SET n = n - 1 WHERE account_id = old.account_id
+        AND minute = old.created_at / 60000 AND state = old.counted_state;
+    DELETE FROM message_counts WHERE account_id = old.account_id
+        AND minute = old.created_at / 60000 AND state = old.counted_state AND n = 0;
+    UPDATE row_counts SET n = n - 1 WHERE name = 'messages' AND key = old.counted_state;
+END;
+
+CREATE TRIGGER report_inbox_counted_insert AFTER INSERT ON report_inbox BEGIN
+    INSERT INTO row_counts (name, key, n)
+        VALUES ('report_inbox', coalesce(new.outcome, 'WAITING'), 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER report_inbox_counted_update AFTER UPDATE OF outcome ON report_inbox
+    WHEN old.outcome IS NOT new.outcome
+BEGIN
+    UPDATE row_counts SET n = n - 1
+        WHERE name = 'report_inbox' AND key = coalesce(old.outcome, 'WAITING');
+    INSERT INTO row_counts (name, key, n)
+        VALUES ('report_inbox', coalesce(new.outcome, 'WAITING'), 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER report_inbox_counted_delete AFTER DELETE ON report_inbox BEGIN
+    UPDATE row_counts SET n = n - 1
+        WHERE name = 'report_inbox' AND key = coalesce(old.outcome, 'WAITING');
+END;
+
+CREATE TRIGGER raw_reports_counted_insert AFTER INSERT ON raw_reports BEGIN
+    INSERT INTO row_counts (name, key, n)
+        VALUES ('raw_reports', CASE new.parsed WHEN 1 THEN 'parsed' ELSE 'quarantined' END, 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER raw_reports_counted_update AFTER UPDATE OF parsed ON raw_reports
+    WHEN old.parsed IS NOT new.parsed
+BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE name = 'raw_reports'
+        AND key = CASE old.parsed WHEN 1 THEN 'parsed' ELSE 'quarantined' END;
+    INSERT INTO row_counts (name, key, n)
+        VALUES ('raw_reports', CASE new.parsed WHEN 1 THEN 'parsed' ELSE 'quarantined' END, 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER raw_reports_counted_delete AFTER DELETE ON raw_reports BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE name = 'raw_reports'
+        AND key = CASE old.parsed WHEN 1 THEN 'parsed' ELSE 'quarantined' END;
+END;
+
+CREATE TRIGGER raw_inbound_counted_insert AFTER INSERT ON raw_inbound BEGIN
+    INSERT INTO row_counts (name, key, n)
+        VALUES ('raw_inbound', CASE new.parsed WHEN 1 THEN 'parsed' ELSE 'quarantined' END, 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER raw_inbound_counted_update AFTER UPDATE OF parsed ON raw_inbound
+    WHEN old.parsed IS NOT new.parsed
+BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE name = 'raw_inbound'
+        AND key = CASE old.parsed WHEN 1 THEN 'parsed' ELSE 'quarantined' END;
+    INSERT INTO row_counts (name, key, n)
+        VALUES ('raw_inbound', CASE new.parsed WHEN 1 THEN 'parsed' ELSE 'quarantined' END, 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER raw_inbound_counted_delete AFTER DELETE ON raw_inbound BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE name = 'raw_inbound'
+        AND key = CASE old.parsed WHEN 1 THEN 'parsed' ELSE 'quarantined' END;
+END;
+
+CREATE TRIGGER suppressions_counted_insert AFTER INSERT ON suppressions BEGIN
+    INSERT INTO row_counts (name, key, n) VALUES ('suppressions', new.source, 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER suppressions_counted_update AFTER UPDATE OF source ON suppressions
+    WHEN old.source IS NOT new.source
+BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE name = 'suppressions' AND key = old.source;
+    INSERT INTO row_counts (name, key, n) VALUES ('suppressions', new.source, 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER suppressions_counted_delete AFTER DELETE ON suppressions BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE name = 'suppressions' AND key = old.source;
+END;
+
+CREATE TRIGGER inbound_messages_counted_insert AFTER INSERT ON inbound_messages BEGIN
+    INSERT INTO row_counts (name, key, n)
+        VALUES ('inbound_messages', CASE WHEN new.keyword IS NULL THEN 'other' ELSE 'stop' END, 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER inbound_messages_counted_update AFTER UPDATE OF keyword ON inbound_messages
+    WHEN (old.keyword IS NULL) IS NOT (new.keyword IS NULL)
+BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE name = 'inbound_messages'
+        AND key = CASE WHEN old.keyword IS NULL THEN 'other' ELSE 'stop' END;
+    INSERT INTO row_counts (name, key, n)
+        VALUES ('inbound_messages', CASE WHEN new.keyword IS NULL THEN 'other' ELSE 'stop' END, 1)
+        ON CONFLICT (name, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER inbound_messages_counted_delete AFTER DELETE ON inbound_messages BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE name = 'inbound_messages'
+        AND key = CASE WHEN old.keyword IS NULL THEN 'other' ELSE 'stop' END;
+END;

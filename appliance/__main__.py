@@ -1,3 +1,4 @@
 from appliance.cli import main
 
-main()
+if __name__ == "__main__":  # a spawned import parser imports this module too
+    main()

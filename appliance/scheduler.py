@@ -45,6 +45,16 @@ class Scheduler:
             raise ValueError(f"loop {name!r} already added")
         self._loops[name] = _Loop(name, step, interval_s)
 
+    @property
+    def stopping(self) -> bool:
+        """True once a stop began: a long step should end at its next boundary."""
+        return self._stopping
+
+    def request_stop(self) -> None:
+        """Begin the stop (a signal came): every loop ends after the step it is in;
+        :meth:`stop` then waits for them."""
+        self._stopping = True
+
     def wake(self, name: str) -> None:
         loop = self._loops.get(name)
         if loop is not None:

@@ -5,10 +5,11 @@ an interrupted restore left behind; take the listening socket (a busy port fails
 here, before the database is touched: see :func:`bind_socket`); open (migrate) the
 database; serve.
 
-SIGTERM (or SIGINT): stop accepting connections, let in-flight requests finish (up
-to half of ``shutdown_timeout_s``), let every scheduler loop finish its current step
-(a chunk of an import, a send batch), flush the writer's queue, close the database,
-release the lock and exit 0. A watchdog ends the process with status 1 if all that
+SIGTERM (or SIGINT): stop accepting connections and tell the scheduler loops to end
+after the step they are in, let in-flight requests finish (up to half of
+``shutdown_timeout_s``), let every scheduler loop finish its current step (a chunk of
+an import, a send batch), flush the writer's queue, close the database, release the
+lock and exit 0. A watchdog ends the process with status 1 if all that
 has not happened ``shutdown_timeout_s`` (+5 s) after the signal. The next start
 resumes whatever was under way (every unit of work records its position).
 """
@@ -24,7 +25,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from types import FrameType
 
@@ -106,10 +107,12 @@ class ApplianceServer(uvicorn.Server):
     """uvicorn's server, except that a signal ends in a clean return (exit 0) after
     the shutdown, not in re-raising the signal before our own clean-up has run."""
 
-    def __init__(self, config: uvicorn.Config, shutdown_timeout_s: float) -> None:
+    def __init__(self, config: uvicorn.Config, shutdown_timeout_s: float,
+                 on_signal: Callable[[], None] | None = None) -> None:
         super().__init__(config)
         self.shutdown_timeout_s = shutdown_timeout_s
         self.signalled_at: float | None = None
+        self.on_signal = on_signal  # the loops stop taking new work at once
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -132,6 +135,8 @@ class ApplianceServer(uvicorn.Server):
                 log.info, "stopping", extra={"signal": signal.Signals(sig).name})
             threading.Thread(target=self._watchdog, name="shutdown-watchdog",
                              daemon=True).start()
+            if self.on_signal is not None:
+                self.on_signal()
         super().handle_exit(sig, frame)
 
     def _watchdog(self) -> None:
@@ -189,7 +194,8 @@ def run_server(settings: Settings, appliance: Appliance | None = None, *,
         try:
             assemble(appliance)
             app = build_app(appliance)
-            server = ApplianceServer(uvicorn_config(app, settings), settings.shutdown_timeout_s)
+            server = ApplianceServer(uvicorn_config(app, settings), settings.shutdown_timeout_s,
+                                     on_signal=appliance.scheduler.request_stop)
             log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})
             server.run(sockets=[sock])
         finally:

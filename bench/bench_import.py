@@ -57,10 +57,10 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def time_posts(client: httpx.Client, url: str, payload: bytes, runs: int,
-               headers_for: object) -> list[float]:
+               headers_for: object, ctype: str = "text/plain") -> list[float]:
     out = []
     for i in range(runs):
-        headers = {"Content-Type": "text/plain", **headers_for(i)}  # type: ignore[operator]
+        headers = {"Content-Type": ctype, **headers_for(i)}  # type: ignore[operator]
         t = time.perf_counter()
         resp = client.post(url, content=payload, headers=headers)
         out.append((time.perf_counter() - t) * 1000)
@@ -68,7 +68,7 @@ def time_posts(client: httpx.Client, url: str, payload: bytes, runs: int,
     return out
 
 
-def bare_accept(payload: bytes, runs: int) -> list[float]:
+def bare_accept(payload: bytes, runs: int, ctype: str = "text/plain") -> list[float]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-c", BARE_APP, str(port)])
     try:
@@ -82,14 +82,14 @@ def bare_accept(payload: bytes, runs: int) -> list[float]:
 
         wait_for(up, 20, message="bare starlette")
         with httpx.Client(timeout=60) as c:
-            return time_posts(c, url, payload, runs, lambda i: {})
+            return time_posts(c, url, payload, runs, lambda i: {}, ctype)
     finally:
         proc.terminate()
         proc.wait(10)
 
 
 def appliance_accept(server: Server, key: str, payload: bytes, runs: int,
-                     pause_s: float) -> list[float]:
+                     pause_s: float, ctype: str = "text/plain") -> list[float]:
     """Accept latency; each job is cancelled at once and, with ``pause_s``, the worker
     is given that long to drop it before the next sample (an idle appliance)."""
     with server.client(key) as c:
@@ -98,8 +98,8 @@ def appliance_accept(server: Server, key: str, payload: bytes, runs: int,
             time.sleep(pause_s)
             t = time.perf_counter()
             resp = c.post("/api/contacts/import?list=bench-accept", content=payload,
-                          headers={"Content-Type": "text/plain",
-                                   "Idempotency-Key": f"acc-{pause_s}-{i}"})
+                          headers={"Content-Type": ctype,
+                                   "Idempotency-Key": f"acc-{ctype}-{pause_s}-{i}"})
             times.append((time.perf_counter() - t) * 1000)
             assert resp.status_code == 202, resp.text
             c.post(f"/api/jobs/{resp.json()['jobId']}/cancel")  # keep the worker out of it
@@ -158,6 +158,13 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for path in Path(f"/proc/{pid}/task").glob("*/children"):
+        found += [int(p) for p in path.read_text().split()]
+    return found
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
@@ -178,6 +185,15 @@ def main() -> None:
             ours = appliance_accept(server, key, payload, args.runs, pause_s=0.5)
             busy = appliance_accept(server, key, payload, args.runs, pause_s=0.0)
             bare = bare_accept(payload, args.runs)
+            as_json = json.dumps({"list": "bench-accept", "text": corpus_100k.text()}).encode()
+            ours_json = appliance_accept(server, key, as_json, args.runs, pause_s=0.5,
+                                         ctype="application/json")
+            bare_json = bare_accept(as_json, args.runs, ctype="application/json")
+            results["json_bytes"] = len(as_json)
+            results["accept_json_ms"] = {"median": statistics.median(ours_json),
+                                         "p99": percentile(ours_json, .99)}
+            results["bare_json_ms"] = {"median": statistics.median(bare_json),
+                                       "p99": percentile(bare_json, .99)}
             results["accept_ms"] = {"median": statistics.median(ours), "p99": percentile(ours, .99)}
             results["accept_busy_ms"] = {"median": statistics.median(busy),
                                          "p99": percentile(busy, .99)}
@@ -191,6 +207,8 @@ def main() -> None:
             results["import_big_seconds"] = secs_big
             assert server.proc is not None
             results["server_peak_rss_mb"] = peak_rss_mb(server.proc.pid)
+            results["parser_peak_rss_mb"] = max(
+                [peak_rss_mb(p) for p in children(server.proc.pid)] or [0.0])
         finally:
             server.stop()
         results["raw_parse_rows_s"] = raw_parse_rate(corpus_100k.lines)
@@ -204,6 +222,10 @@ def main() -> None:
     print(f"accept latency  median {a['median']:.1f} ms  p99 {a['p99']:.1f} ms"  # type: ignore[index]
           f"   bare starlette median {b['median']:.1f} ms  p99 {b['p99']:.1f} ms"  # type: ignore[index]
           f"   ratio {a['median'] / b['median']:.2f}")  # type: ignore[index]
+    aj, bj = results["accept_json_ms"], results["bare_json_ms"]
+    print(f"JSON accept ({results['json_bytes'] / 1e6:.1f} MB) median"  # type: ignore[operator]
+          f" {aj['median']:.1f} ms  p99 {aj['p99']:.1f} ms   bare starlette median"  # type: ignore[index]
+          f" {bj['median']:.1f} ms   ratio {aj['median'] / bj['median']:.2f}")  # type: ignore[index]
     shown: Any = results["accept_busy_ms"]
     print(f"accept latency while the worker is busy with the previous paste: median"
           f" {shown['median']:.1f} ms  p99 {shown['p99']:.1f} ms")
@@ -213,7 +235,8 @@ def main() -> None:
         r = float(results[k])  # type: ignore[arg-type]
         print(f"import {label}: {r:,.0f} rows/s   raw parse {parse:,.0f}/s (ratio {r / parse:.2f})"
               f"   raw apsw insert {insert:,.0f}/s (ratio {r / insert:.2f})")
-    print(f"server peak RSS during the imports: {results['server_peak_rss_mb']:.0f} MB")
+    print(f"server peak RSS during the imports: {results['server_peak_rss_mb']:.0f} MB;"
+          f" parser process: {results['parser_peak_rss_mb']:.0f} MB")
 
 
 if __name__ == "__main__":

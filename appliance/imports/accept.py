@@ -15,6 +15,8 @@ bound is counted exactly (:func:`count_payload_lines`); over the limit it is
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 from typing import Any
 
 from appliance.config import ImportSettings
@@ -136,14 +138,79 @@ class StreamedLineCount:
             raise too_many_rows(self.lines_at_least, self.max_rows, at_least=True)
 
 
-def count_payload_lines(payload: bytes, limits: ImportSettings) -> int:
-    """Lines in the payload, after the byte, encoding, emptiness and row checks."""
+# The bytes an empty list may consist of (whitespace, BOMs, NULs).
+_EMPTY_BYTES = b" \t\r\n\xef\xbb\xbf\xff\xfe\x00"
+
+
+class StreamedPayload(StreamedLineCount):
+    """A plain-text or CSV body checked while it streams in: one pass over each piece.
+
+    Besides the row limit (:class:`StreamedLineCount`), it counts the lines exactly as
+    :func:`count_payload_lines` does (line feeds, carriage returns, less the CRLFs, one
+    more for an unterminated last line), hashes the bytes, and checks that they are
+    UTF-8 (a piece of ASCII after a complete character needs no decoding). So when the
+    last byte is in, the accept has nothing left to read again. :meth:`result` is the
+    line count and the sha256 hex digest, or ``None`` when the body needs the full
+    path (UTF-16, not UTF-8, empty): :func:`count_payload_lines` then says why.
+    """
+
+    def __init__(self, content_type: str, max_rows: int) -> None:
+        super().__init__(content_type, max_rows)
+        self.sha256 = hashlib.sha256()
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.valid = True
+        self.crlfs = 0
+        self.size = 0
+        self.last = b""
+        self.content = False
+
+    def __call__(self, piece: bytes) -> None:
+        super().__call__(piece)
+        if self.off or not self.valid:
+            return
+        self.sha256.update(piece)
+        if self.last == b"\r" and piece[:1] == b"\n":
+            self.crlfs += 1
+        self.crlfs += piece.count(b"\r\n")
+        self.size += len(piece)
+        self.last = piece[-1:]
+        if not self.content and piece.strip(_EMPTY_BYTES):
+            self.content = True
+        if piece.isascii() and not self.decoder.getstate()[0]:
+            return
+        try:
+            self.decoder.decode(piece)
+        except UnicodeDecodeError:
+            self.valid = False
+
+    def result(self, limits: ImportSettings) -> tuple[int, str] | None:
+        """(lines, sha256 hex) of the whole body, or ``None``: use the full path."""
+        if self.off or not self.valid or not self.started:
+            return None
+        try:
+            self.decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return None
+        lfs, crs = self.counts
+        total = lfs + crs - self.crlfs + (1 if self.last not in (b"\n", b"\r") else 0)
+        if total > limits.max_rows:
+            raise too_many_rows(total, limits.max_rows, at_least=False)
+        if self.size > limits.max_bytes or not self.content:
+            return None
+        return total, self.sha256.hexdigest()
+
+
+def count_payload_lines(payload: bytes, limits: ImportSettings, utf8: bool = False) -> int:
+    """Lines in the payload, after the byte, encoding, emptiness and row checks.
+
+    ``utf8``: the bytes are known to be UTF-8 (encoded here from text), not checked again.
+    """
     if len(payload) > limits.max_bytes:
         raise too_large(limits.max_bytes)
     try:
         if payload[:2] in (b"\xff\xfe", b"\xfe\xff"):
             decode_payload(payload)  # UTF-16 with a BOM: validate; count_lines reads it too
-        else:
+        elif not utf8:
             payload.decode("utf-8")
         total = count_lines(payload)
     except UnicodeDecodeError as exc:

@@ -1,7 +1,7 @@
 """Import jobs in the store: creating one idempotently, reading it, advancing it.
 
 Every function here is a read unit or a write unit (a function of an apsw
-connection). :func:`apply_chunk` is the heart of IMP-4: the contacts of one chunk,
+connection). :func:`apply_parsed` is the heart of IMP-4: the contacts of one chunk,
 its reject rows and the new position are written in one transaction, and the
 position update is guarded by the previous position so two workers can never
 advance the same job. :func:`rerun_job` (IMP-11) makes a new job over a finished
@@ -99,10 +99,14 @@ class NewJob:
     content_type: str
     total: int
     payload_sha256: str = ""  # computed from payload when not given
+    # The payload as the pieces it arrived in, instead of ``payload`` (then b""): stored
+    # piece by piece, so a large body is never joined into one more copy.
+    pieces: tuple[bytes, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.payload_sha256:
-            object.__setattr__(self, "payload_sha256", payload_sha256(self.payload))
+            whole = self.payload or b"".join(self.pieces)
+            object.__setattr__(self, "payload_sha256", payload_sha256(whole))
 
 
 @dataclass(frozen=True)
@@ -205,11 +209,24 @@ def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJ
          now_ms, now_ms),
     )
     job_id = conn.last_insert_rowid()
-    conn.execute(
-        "INSERT INTO import_payloads (job_id, content_type, body, received_at)"
-        " VALUES (?, ?, ?, ?)",
-        (job_id, new.content_type, new.payload, now_ms),
-    )
+    if not new.pieces:
+        conn.execute(
+            "INSERT INTO import_payloads (job_id, content_type, body, received_at)"
+            " VALUES (?, ?, ?, ?)",
+            (job_id, new.content_type, new.payload, now_ms),
+        )
+    else:
+        conn.execute(
+            "INSERT INTO import_payloads (job_id, content_type, body, received_at)"
+            " VALUES (?, ?, zeroblob(?), ?)",
+            (job_id, new.content_type, sum(len(p) for p in new.pieces), now_ms),
+        )
+        blob = conn.blob_open("main", "import_payloads", "body", job_id, True)
+        try:
+            for piece in new.pieces:
+                blob.write(piece)
+        finally:
+            blob.close()
     job = get_job(conn, job_id, new.account_id)
     assert job is not None
     return job, True
@@ -312,40 +329,47 @@ def load_payload(conn: apsw.Connection, job_id: int) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
-def apply_chunk(conn: apsw.Connection, chunk: Chunk, now_ms: int) -> ImportJob:
-    """Write unit: one chunk's contacts, rejects and position, or nothing at all."""
+def apply_parsed(conn: apsw.Connection, chunk: Any, now_ms: int) -> ImportJob:
+    """Write unit: one chunk's contacts, rejects and position, or nothing at all.
+
+    ``chunk`` is a :class:`appliance.imports.parse_process.ParsedChunk`: each distinct
+    number once (with how many more lines of the chunk repeat it), so the inserts are
+    one ``executemany``. Duplicates are decided by the database, line by line: a line
+    whose number this job put in the list (in this chunk or before) is a duplicate
+    within the paste, any other line whose number is in the list already is "already
+    in the list".
+    """
     job = get_job(conn, chunk.job_id)
     if job is None or job.state not in ACTIVE_STATES or job.processed != chunk.from_processed:
         raise JobMoved(f"job {chunk.job_id} is not at line {chunk.from_processed}")
-    inserted = dup_paste = dup_list = rejected = header = 0
-    for row in chunk.rows:
-        if row.header:
-            header += 1
-        elif row.msisdn is None:
-            rejected += 1
-            conn.execute(
-                "INSERT INTO import_rejects (job_id, line_number, line, reason, line_length)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (job_id, line_number) DO NOTHING",
-                (job.id, row.line_number, row.line[:REJECT_LINE_KEEP], row.reason,
-                 max(row.line_length, len(row.line))),
-            )
-        else:
-            conn.execute(
-                "INSERT INTO contacts (list_id, msisdn, name, job_id, created_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (list_id, msisdn) DO NOTHING",
-                (job.list_id, row.msisdn, row.name, job.id, now_ms),
-            )
-            if conn.changes():
-                inserted += 1
-            else:
-                owner = conn.execute(
-                    "SELECT job_id FROM contacts WHERE list_id = ? AND msisdn = ?",
-                    (job.list_id, row.msisdn),
-                ).fetchone()
-                if owner is not None and owner[0] == job.id:
-                    dup_paste += 1
-                else:
-                    dup_list += 1
+    contacts: list[tuple[str, str | None]] = chunk.contacts
+    repeats: list[int] = chunk.repeats
+    before = conn.total_changes()  # contacts has no trigger: these are the rows inserted
+    conn.executemany(
+        "INSERT INTO contacts (list_id, msisdn, name, job_id, created_at)"
+        f" VALUES ({int(job.list_id)}, ?, ?, {int(job.id)}, {int(now_ms)})"
+        " ON CONFLICT (list_id, msisdn) DO NOTHING", contacts)
+    inserted = conn.total_changes() - before
+    lines = len(contacts) + sum(repeats)
+    if inserted == len(contacts):  # every number new: its repeats are in-paste duplicates
+        dup_paste = lines - inserted
+    else:
+        ours: set[str] = set()
+        numbers = [m for m, _ in contacts]
+        for start in range(0, len(numbers), 500):
+            part = numbers[start:start + 500]
+            ours.update(str(r[0]) for r in conn.execute(
+                "SELECT msisdn FROM contacts WHERE list_id = ? AND msisdn IN"
+                f" ({','.join('?' * len(part))}) AND job_id = ?",
+                (job.list_id, *part, job.id)))
+        owned = sum(1 + r for (m, _), r in zip(contacts, repeats, strict=True) if m in ours)
+        dup_paste = owned - inserted
+    dup_list = lines - inserted - dup_paste
+    if chunk.rejects:
+        conn.executemany(
+            "INSERT INTO import_rejects (job_id, line_number, line, reason, line_length)"
+            f" VALUES ({int(job.id)}, ?, ?, ?, ?) ON CONFLICT (job_id, line_number) DO NOTHING",
+            chunk.rejects)
     done = chunk.to_processed >= job.total
     conn.execute(
         "UPDATE import_jobs SET processed = ?, text_offset = ?, inserted = inserted + ?,"
@@ -354,9 +378,9 @@ def apply_chunk(conn: apsw.Connection, chunk: Chunk, now_ms: int) -> ImportJob:
         " rejected = rejected + ?, blank = blank + ?, header_skipped = header_skipped + ?,"
         " state = ?, started_at = COALESCE(started_at, ?), finished_at = ?, updated_at = ?"
         " WHERE id = ? AND processed = ? AND state IN ('DRAFT', 'RUNNING')",
-        (chunk.to_processed, chunk.to_offset, inserted, dup_paste, dup_list, rejected,
-         chunk.blank, header, "DONE" if done else "RUNNING", now_ms, now_ms if done else None,
-         now_ms, job.id, chunk.from_processed),
+        (chunk.to_processed, chunk.to_offset, inserted, dup_paste, dup_list, len(chunk.rejects),
+         chunk.blank, chunk.header, "DONE" if done else "RUNNING", now_ms,
+         now_ms if done else None, now_ms, job.id, chunk.from_processed),
     )
     if conn.changes() != 1:
         raise JobMoved(f"job {job.id} moved while this chunk was written")

@@ -1,9 +1,15 @@
-"""The import worker: a scheduler loop that advances jobs one chunk at a time.
+"""The import worker: a scheduler loop that advances jobs chunk by chunk.
 
-Each step takes the oldest unfinished job, parses the next ~2,000 lines of its
-stored payload off the event loop, and hands the writer one unit that writes the
-contacts, the rejects and the new position together (IMP-4). Killed anywhere, the
-job resumes from the last committed position on the next start (IMP-9).
+Each step takes the oldest unfinished job and works on it for up to :data:`STEP_S`: the
+chunks of ~2,000 lines are parsed ahead (in a second process for a large job,
+:mod:`appliance.imports.parse_process`; in a worker thread for a small one) while the
+writer commits the ones before, each in one unit that writes the contacts, the rejects
+and the new position together, guarded by the previous position (IMP-4). Up to
+:data:`IN_FLIGHT` chunk units wait for the writer at once, so the writer's group commit
+puts several in one transaction when the disk is the slower part. The step ends with
+every unit it handed over committed (or refused), so a stop never leaves one behind;
+once a stop began it ends after the chunk it is on. Killed anywhere, the job resumes
+from the last committed position on the next start (IMP-9).
 """
 
 from __future__ import annotations
@@ -11,26 +17,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
-import anyio.to_thread
+import apsw
 
-from appliance.imports.chunk import parse_chunk
 from appliance.imports.import_job import (
-    Chunk,
     ImportJob,
     JobMoved,
-    apply_chunk,
+    apply_parsed,
     fail_job,
     load_payload,
     next_runnable,
 )
 from appliance.imports.lines import PayloadEncodingError, decode_payload
+from appliance.imports.parse_process import (
+    PROCESS_MIN_LINES,
+    ChildGone,
+    ChildParser,
+    LocalParser,
+    ParsedChunk,
+    PayloadGone,
+)
 from appliance.service import Appliance
 
 log = logging.getLogger("appliance.imports")
 LOOP = "imports"
+STEP_S = 0.5  # a step's work, so that a stop waits at most about this long
+IN_FLIGHT = 4  # chunk units handed to the writer and not committed yet
 
 
 @dataclass
@@ -55,83 +70,132 @@ class ImportRate:
 
 
 class ImportWorker:
-    def __init__(self, appliance: Appliance, cache_size: int = 4) -> None:
+    def __init__(self, appliance: Appliance) -> None:
         self.appliance = appliance
         self.rate = ImportRate()
-        self._texts: OrderedDict[int, str] = OrderedDict()
-        self._prefetched: dict[int, Chunk] = {}  # job id -> its next chunk, parsed ahead
-        self._cache_size = cache_size
+        self.local = LocalParser(self._load_text)
+        self.child: ChildParser | None = None
+        # (job id, next line) the parser is working towards, when it is still going.
+        self._streaming: tuple[int, int] | None = None
+        self._parser: ChildParser | LocalParser = self.local
+        self._committed = 0
 
-    def _text(self, job: ImportJob) -> str | None:
-        text = self._texts.get(job.id)
-        if text is None:
-            payload = self.appliance.store.readers.call(lambda c: load_payload(c, job.id))
-            if payload is None:
-                return None
-            text = decode_payload(payload)
-            self._texts[job.id] = text
-            while len(self._texts) > self._cache_size:
-                self._texts.popitem(last=False)
-        return text
+    def _load_text(self, job_id: int) -> str | None:
+        payload = self.appliance.store.readers.call(lambda c: load_payload(c, job_id))
+        return None if payload is None else decode_payload(payload)
+
+    def _parser_for(self, job: ImportJob) -> ChildParser | LocalParser:
+        if job.total - job.processed < PROCESS_MIN_LINES:
+            return self.local
+        if self.child is None:
+            self.child = ChildParser(str(self.appliance.settings.db_path))
+        return self.child
+
+    def _start(self, job: ImportJob) -> None:
+        if self._streaming == (job.id, job.processed):
+            return  # the parser is already on its way from here
+        self._parser.stop()
+        self._parser = self._parser_for(job)
+        self._parser.start(job.id, job.region, job.processed, job.text_offset, job.entries_seen,
+                           self.appliance.settings.imports.chunk_lines, job.total)
+        self._streaming = (job.id, job.processed)
+
+    def _forget(self) -> None:
+        self._parser.stop()
+        self._streaming = None
 
     async def step(self) -> float | None:
-        """Advance one job by one chunk; 0 when more work is waiting."""
+        """Advance the oldest unfinished job for up to STEP_S; 0 when more work waits."""
         store = self.appliance.store
         job = await store.readers.run(next_runnable)
         if job is None:
-            self._texts.clear()
+            self._forget()
             return None
         started = time.perf_counter()
+        self._start(job)
+        applying: deque[tuple[ParsedChunk, asyncio.Future[ImportJob]]] = deque()
+        position = job.processed
+        self._committed = job.processed
         try:
-            text = await anyio.to_thread.run_sync(self._text, job)
-        except PayloadEncodingError as exc:
-            error = str(exc)
-            await store.writer.run(lambda c: fail_job(c, job.id, error, self.appliance.now_ms()))
-            return 0
-        if text is None:
-            await store.writer.run(lambda c: fail_job(
-                c, job.id, "the stored payload is gone (pruned before the job finished)",
-                self.appliance.now_ms()))
-            return 0
-        region, chunk_lines = job.region, self.appliance.settings.imports.chunk_lines
-
-        def parse(line: int, offset: int, entries_seen: int) -> Chunk:
-            return parse_chunk(job.id, text, line, offset, chunk_lines, region, entries_seen)
-
-        chunk = self._prefetched.pop(job.id, None)
-        if chunk is None or chunk.from_processed != job.processed:
-            chunk = await anyio.to_thread.run_sync(
-                parse, job.processed, job.text_offset, job.entries_seen)
-        self._prefetched.clear()
-        if chunk.to_processed < job.total and chunk.to_processed == job.processed:
-            await store.writer.run(lambda c: fail_job(
-                c, job.id, f"payload has {job.processed} lines, job expected {job.total}",
-                self.appliance.now_ms()))
-            return 0
-        # Parse the next chunk while the writer commits this one (the fsync is a wait).
-        applying = asyncio.wrap_future(store.writer.submit(
-            lambda c: apply_chunk(c, chunk, self.appliance.now_ms())))
-        if chunk.to_processed < job.total:
-            seen = job.entries_seen + len(chunk.rows)
-            following = await anyio.to_thread.run_sync(
-                parse, chunk.to_processed, chunk.to_offset, seen)
-            self._prefetched[job.id] = following
-        try:
-            done = await applying
-        except JobMoved as exc:
+            while True:
+                try:
+                    parsed = await self._parser.next()
+                except ChildGone:
+                    log.warning("the import parser process ended; starting it again")
+                    self._streaming = None
+                    break
+                if isinstance(parsed, PayloadEncodingError | PayloadGone):
+                    error = (str(parsed) if isinstance(parsed, PayloadEncodingError)
+                             else "the stored payload is gone (pruned before the job finished)")
+                    await self._drain(applying)
+                    await self._fail(job.id, error)
+                    self._forget()
+                    return 0
+                chunk = parsed
+                if chunk.from_processed != position:  # not the chunk this job needs next
+                    self._streaming = None
+                    break
+                if chunk.to_processed < job.total and chunk.to_processed == position:
+                    await self._drain(applying)
+                    await self._fail(job.id,
+                                     f"payload has {position} lines, job expected {job.total}")
+                    self._forget()
+                    return 0
+                applying.append((chunk, asyncio.wrap_future(store.writer.submit(
+                    self._applying(chunk)))))
+                position = chunk.to_processed
+                self._streaming = (job.id, position)
+                while len(applying) >= IN_FLIGHT:
+                    await self._settle(applying.popleft())
+                if (position >= job.total or time.perf_counter() - started > STEP_S
+                        or self.appliance.scheduler.stopping):
+                    break
+        except JobMoved as exc:  # cancelled, or moved by someone else: start over from the store
             log.info("chunk dropped: %s", exc)
-            self._texts.pop(job.id, None)
-            self._prefetched.clear()
-            return 0
-        self.rate.add(chunk.to_processed - chunk.from_processed, time.perf_counter() - started)
+            self._forget()
+        finally:
+            moved = await self._drain(applying)
+            self.rate.add(self._committed - job.processed, time.perf_counter() - started)
+        if moved or position >= job.total:
+            self._forget()
+        return 0
+
+    def _applying(self, chunk: ParsedChunk) -> Callable[[apsw.Connection], ImportJob]:
+        return lambda c: apply_parsed(c, chunk, self.appliance.now_ms())
+
+    async def _fail(self, job_id: int, error: str) -> None:
+        await self.appliance.store.writer.run(
+            lambda c: fail_job(c, job_id, error, self.appliance.now_ms()))
+
+    async def _settle(self, item: tuple[ParsedChunk, asyncio.Future[ImportJob]]) -> None:
+        _chunk, future = item
+        done = await future
+        self._committed = done.processed
         if done.state != "RUNNING":
-            self._texts.pop(job.id, None)
             log.info("import job %s %s: %s inserted, %s duplicates, %s rejected",
                      done.id, done.state, done.inserted, done.duplicates, done.rejected)
-        return 0
+
+    async def _drain(self, applying: deque[tuple[ParsedChunk, asyncio.Future[ImportJob]]]
+                     ) -> bool:
+        """Wait for every chunk unit handed over; True if one found the job moved."""
+        moved = False
+        while applying:
+            item = applying.popleft()
+            try:
+                await self._settle(item)
+            except JobMoved as exc:
+                log.info("chunk dropped: %s", exc)
+                moved = True
+        return moved
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+            self.child = None
 
 
 def install(appliance: Appliance) -> None:
     worker = ImportWorker(appliance)
     appliance.import_worker = worker
     appliance.scheduler.add(LOOP, worker.step, interval_s=1.0)
+    appliance.on_close(worker.close)

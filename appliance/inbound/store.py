@@ -332,15 +332,6 @@ def list_inbound(conn: apsw.Connection, account_id: int, *, msisdn: str | None =
                        len(rows) > limit)
 
 
-def inbound_counts(conn: apsw.Connection) -> dict[str, int]:
-    """Inbound messages (``messages``, of which ``stops``) and raw requests kept
-    (``raw_parsed``, ``raw_quarantined``), over every account (a read unit)."""
-    row = conn.execute("SELECT count(*), count(keyword) FROM inbound_messages").fetchone()
-    raw = dict(conn.execute("SELECT parsed, count(*) FROM raw_inbound GROUP BY parsed"))
-    return {"messages": int(row[0]) if row else 0, "stops": int(row[1]) if row else 0,
-            "raw_parsed": int(raw.get(1, 0)), "raw_quarantined": int(raw.get(0, 0))}
-
-
 def prune_raw(conn: apsw.Connection, cutoff_ms: int, batch: int) -> int:
     """Delete up to ``batch`` raw inbound requests received before ``cutoff_ms``; the
     messages filed from them stay."""

@@ -8,8 +8,9 @@ A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
 * a collector that reads the rest at scrape time: the writer's queue depth and
   counters, the import rate, and, with one read unit, jobs and messages by state,
   reports by outcome, the inbox, coverage and delivery over the alert window,
-  overdue messages, suppressions by source, inbound messages and the status webhook
-  outbox (events written, delivered, failed POSTs, waiting, oldest); plus backup age and
+  overdue messages, suppressions by source and inbound messages (from the kept counts
+  of :mod:`appliance.store.rollups`: no scan), and the status webhook outbox (events
+  written, delivered, failed POSTs, waiting, oldest); plus backup age and
   outcome, scheduler heartbeats and one ``appliance_alert_holding`` gauge per alert; and
   the edge (EDGE-1, 2, 4): open connections, what the edge refused, request bodies held,
   free disk space; and each SMPP session (:mod:`appliance.smpp.metrics`).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio.to_thread
 import apsw
@@ -35,14 +37,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from appliance import __version__
-from appliance.inbound.store import inbound_counts
 from appliance.ops.alerts import ops_alerts
 from appliance.ops.backup_status import read_status
-from appliance.optout.suppressions import SOURCES, counts_by_source
-from appliance.reports.alerts import Alert, evaluate
+from appliance.optout.suppressions import SOURCES
+from appliance.reports.alerts import Alert, alerts_from
 from appliance.reports.coverage import coverage, inbox_health, overdue
 from appliance.service import Appliance
 from appliance.smpp.metrics import smpp_metrics
+from appliance.store.rollups import counts
 from appliance.webhooks.outbox import OutboxHealth, outbox_health
 
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -78,17 +80,19 @@ def _grouped(conn: apsw.Connection, sql: str) -> dict[str, int]:
 
 
 def read_snapshot(conn: apsw.Connection, appliance: Appliance, now_ms: int) -> DbSnapshot:
-    """Every number of one scrape (a read unit: one snapshot, see ``store.readers``)."""
+    """Every number of one scrape (a read unit: one snapshot, see ``store.readers``).
+
+    Counts come from the kept counts (:mod:`appliance.store.rollups`), never from a
+    scan, and the alerts from the figures already read."""
     settings = appliance.settings
     a = settings.alerts
+    reports = counts(conn, "report_inbox")
+    raw = counts(conn, "raw_reports")
     snap = DbSnapshot(
         jobs=_grouped(conn, "SELECT state, count(*) FROM import_jobs GROUP BY state"),
-        messages=_grouped(conn, "SELECT state, count(*) FROM messages GROUP BY state"),
-        reports=_grouped(conn, "SELECT COALESCE(outcome, 'WAITING'), count(*)"
-                               " FROM report_inbox GROUP BY 1"),
-        raw_reports=_grouped(conn, "SELECT CASE parsed WHEN 1 THEN 'parsed'"
-                                   " ELSE 'quarantined' END, count(*)"
-                                   " FROM raw_reports GROUP BY 1"),
+        messages=counts(conn, "messages"),
+        reports=reports,
+        raw_reports=raw,
     )
     health = inbox_health(conn, now_ms)
     snap.inbox_waiting = health.waiting
@@ -99,9 +103,14 @@ def read_snapshot(conn: apsw.Connection, appliance: Appliance, now_ms: int) -> D
     snap.window_messages = cov.total
     snap.overdue = overdue(conn, now_ms, settings.sending.delivery_window_hours,
                            a.coverage_window_hours)
-    snap.alerts = evaluate(conn, settings, now_ms) + ops_alerts(conn, settings, now_ms)
-    snap.suppressions = counts_by_source(conn)
-    snap.inbound = inbound_counts(conn)
+    snap.alerts = (alerts_from(cov, health, snap.overdue, settings)
+                   + ops_alerts(conn, settings, now_ms))
+    snap.suppressions = counts(conn, "suppressions")
+    inbound = counts(conn, "inbound_messages")
+    raw_inbound = counts(conn, "raw_inbound")
+    snap.inbound = {"messages": sum(inbound.values()), "stops": inbound.get("stop", 0),
+                    "raw_parsed": raw_inbound.get("parsed", 0),
+                    "raw_quarantined": raw_inbound.get("quarantined", 0)}
     snap.webhooks = outbox_health(conn, now_ms)
     return snap
 
@@ -292,6 +301,7 @@ class Metrics:
             ["provider"], buckets=REPORT_AGE_BUCKETS, registry=self.registry)
         self.registry.register(ApplianceCollector(appliance))
         self._observing = False
+        self._by_request: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def observe_writer(self, appliance: Appliance) -> None:
         if not self._observing:
@@ -300,8 +310,14 @@ class Metrics:
             self._observing = True
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.http_requests.labels(route, method, str(status)).inc()
-        self.http_seconds.labels(route).observe(seconds)
+        key = (route, method, status)
+        found = self._by_request.get(key)
+        if found is None:  # labels() looks the child up under a lock: once per key
+            found = self._by_request[key] = (
+                self.http_requests.labels(route, method, str(status)),
+                self.http_seconds.labels(route))
+        found[0].inc()
+        found[1].observe(seconds)
 
     def observe_signed_report_age(self, provider: str, seconds: float) -> None:
         self.signed_report_age.labels(provider).observe(max(0.0, seconds))

@@ -9,10 +9,11 @@ path, so hostile paths cannot grow the metrics), method and status.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
+import secrets
 import time
-import uuid
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -23,6 +24,14 @@ from appliance.ops.metrics import Metrics
 log = logging.getLogger("appliance.http")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+# A new request id: a random prefix per process and a counter (uuid4 for each request
+# cost a getrandom system call: tens of microseconds on a busy VM).
+_PREFIX = secrets.token_hex(8)
+_COUNTER = itertools.count(1)
+
+
+def new_request_id() -> str:
+    return f"{_PREFIX}{next(_COUNTER):016x}"
 
 
 def incoming_request_id(scope: Scope) -> str | None:
@@ -42,7 +51,7 @@ class RequestMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        rid = incoming_request_id(scope) or uuid.uuid4().hex
+        rid = incoming_request_id(scope) or new_request_id()
         token = request_id.set(rid)
         status = 500
         started = time.perf_counter()

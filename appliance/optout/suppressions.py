@@ -166,9 +166,3 @@ def suppressed_count(conn: apsw.Connection, account_id: int, list_id: int) -> in
         " ON s.account_id = ? AND s.msisdn = c.msisdn WHERE c.list_id = ?",
         (account_id, list_id)).fetchone()
     return int(row[0]) if row else 0
-
-
-def counts_by_source(conn: apsw.Connection) -> dict[str, int]:
-    """Entries by source over every account (a read unit, for ``/metrics``)."""
-    return {str(s): int(n) for s, n in conn.execute(
-        "SELECT source, count(*) FROM suppressions GROUP BY source")}

@@ -20,7 +20,11 @@
   delivery window has not passed yet. A rising live coverage is a pipeline working;
   it is not yet a number to defend.
 
-All of these are read units; ``account_id`` narrows them to one account.
+All of these are read units; ``account_id`` narrows them to one account. None of them
+reads every message: the window figures come from the counts the triggers keep
+(:mod:`appliance.store.rollups`, exact to the millisecond at the window's edges);
+inbox health from the kept counts and the index of waiting reports by age; overdue
+from ranges of the index of open messages, so it reads the overdue messages only.
 """
 
 from __future__ import annotations
@@ -37,13 +41,10 @@ from appliance.reports.states import (
     OPEN_AFTER_SUBMIT,
     REPORTED_FINAL,
 )
+from appliance.store.rollups import counts, created_between
 
 HOUR_MS = 3_600_000
-_FINAL = ",".join(f"'{s}'" for s in REPORTED_FINAL)
 _OPEN = ",".join(f"'{s}'" for s in sorted(OPEN_AFTER_SUBMIT))
-_ALL_FINAL = ",".join(f"'{s}'" for s in sorted(FINAL_STATES))
-# Messages never sent (CANCELLED: a suppressed number) await no report: not in the window.
-_SENT = f" AND state <> '{NEVER_SENT}'"
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -51,8 +52,8 @@ def _pct(part: int, whole: int) -> float | None:
 
 
 def _account(account_id: int | None) -> tuple[str, tuple[int, ...]]:
-    # ``+account_id``: filter while reading the covering created_at index, rather than
-    # let the planner walk the account's (account_id, msisdn) index row by row.
+    # ``+account_id``: filter the rows the state index gives, rather than let the
+    # planner walk the account's (account_id, msisdn) index row by row.
     return ("", ()) if account_id is None else (" AND +account_id = ?", (account_id,))
 
 
@@ -73,20 +74,6 @@ class Coverage:
         return _pct(self.delivered, self.total)
 
 
-def coverage(conn: apsw.Connection, now_ms: int, window_hours: float, settle_hours: float,
-             account_id: int | None = None) -> Coverage:
-    start = now_ms - int(window_hours * HOUR_MS)
-    end = now_ms - int(settle_hours * HOUR_MS)
-    where, args = _account(account_id)
-    row = conn.execute(
-        f"SELECT count(*), coalesce(sum(CASE WHEN state IN ({_FINAL}) THEN 1 ELSE 0 END), 0),"
-        " coalesce(sum(CASE WHEN state = 'DELIVERED' THEN 1 ELSE 0 END), 0)"
-        f" FROM messages WHERE created_at >= ? AND created_at < ?{_SENT}{where}",
-        (start, end, *args)).fetchone()
-    assert row is not None
-    return Coverage(start, end, int(row[0]), int(row[1]), int(row[2]))
-
-
 @dataclass(frozen=True)
 class HourRow:
     hour: int  # epoch ms of the hour's start
@@ -99,19 +86,35 @@ class HourRow:
         return self.total - self.finalised
 
 
+def _hours(found: dict[tuple[int, str], int]) -> list[HourRow]:
+    """Per hour, newest first: messages sent or to be sent (CANCELLED, never sent, is
+    not counted), those with a final state from the provider, those delivered."""
+    by_hour: dict[int, list[int]] = {}
+    for (hour, state), n in found.items():
+        if state == NEVER_SENT:
+            continue
+        row = by_hour.setdefault(hour, [0, 0, 0])
+        row[0] += n
+        if state in REPORTED_FINAL:
+            row[1] += n
+        if state == "DELIVERED":
+            row[2] += n
+    return [HourRow(hour * HOUR_MS, *by_hour[hour]) for hour in sorted(by_hour, reverse=True)]
+
+
+def coverage(conn: apsw.Connection, now_ms: int, window_hours: float, settle_hours: float,
+             account_id: int | None = None) -> Coverage:
+    return coverage_of(open_by_hour(conn, now_ms, window_hours, settle_hours, account_id),
+                       now_ms, window_hours, settle_hours)
+
+
 def open_by_hour(conn: apsw.Connection, now_ms: int, window_hours: float,
                  settle_hours: float, account_id: int | None = None) -> list[HourRow]:
-    """Per hour of creation in the coverage window, newest first (one pass over the
-    covering index; :func:`coverage_of` sums it into the window's figures)."""
+    """Per hour of creation in the coverage window, newest first (:func:`coverage_of`
+    sums it into the window's figures)."""
     start = now_ms - int(window_hours * HOUR_MS)
     end = now_ms - int(settle_hours * HOUR_MS)
-    where, args = _account(account_id)
-    return [HourRow(int(r[0]) * HOUR_MS, int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
-        f"SELECT created_at / {HOUR_MS} AS hour, count(*),"
-        f" sum(CASE WHEN state IN ({_FINAL}) THEN 1 ELSE 0 END),"
-        " sum(CASE WHEN state = 'DELIVERED' THEN 1 ELSE 0 END)"
-        f" FROM messages WHERE created_at >= ? AND created_at < ?{_SENT}{where}"
-        " GROUP BY hour ORDER BY hour DESC", (start, end, *args))]
+    return _hours(created_between(conn, start, end, account_id))
 
 
 def coverage_of(hours: list[HourRow], now_ms: int, window_hours: float,
@@ -150,23 +153,17 @@ def live_by_hour(conn: apsw.Connection, now_ms: int, settle_hours: float,
                  delivery_window_hours: float, account_id: int | None = None
                  ) -> tuple[Live, list[HourRow]]:
     """The messages created in the settle time (``[now - settle, now]``): their figures
-    and their hours, newest first (one pass over the covering index)."""
+    and their hours, newest first."""
     start = now_ms - int(settle_hours * HOUR_MS)
     due_from = now_ms - int(delivery_window_hours * HOUR_MS)
-    where, args = _account(account_id)
     hours: list[HourRow] = []
     due = 0
     if start < now_ms:
-        for r in conn.execute(
-                f"SELECT created_at / {HOUR_MS} AS hour, count(*),"
-                f" sum(CASE WHEN state IN ({_FINAL}) THEN 1 ELSE 0 END),"
-                " sum(CASE WHEN state = 'DELIVERED' THEN 1 ELSE 0 END),"
-                f" sum(CASE WHEN state NOT IN ({_ALL_FINAL}) AND created_at >= ? THEN 1"
-                " ELSE 0 END)"
-                f" FROM messages WHERE created_at >= ? AND created_at <= ?{_SENT}{where}"
-                " GROUP BY hour ORDER BY hour DESC", (due_from, start, now_ms, *args)):
-            hours.append(HourRow(int(r[0]) * HOUR_MS, int(r[1]), int(r[2]), int(r[3])))
-            due += int(r[4])
+        found = created_between(conn, start, now_ms + 1, account_id)
+        hours = _hours(found)
+        if due_from > start:  # only those still within their delivery window are due
+            found = created_between(conn, due_from, now_ms + 1, account_id)
+        due = sum(n for (_, state), n in found.items() if state not in FINAL_STATES)
     live = Live(start, now_ms, sum(h.total for h in hours), sum(h.finalised for h in hours),
                 sum(h.delivered for h in hours), due)
     return live, hours
@@ -181,13 +178,11 @@ class InboxHealth:
 
 def inbox_health(conn: apsw.Connection, now_ms: int) -> InboxHealth:
     row = conn.execute(
-        "SELECT count(*), min(received_at) FROM report_inbox WHERE applied_at IS NULL"
-    ).fetchone()
-    assert row is not None
-    oldest = None if row[1] is None else round(max(now_ms - int(row[1]), 0) / 1000, 3)
-    bad = conn.execute("SELECT count(*) FROM raw_reports WHERE parsed = 0").fetchone()
-    assert bad is not None
-    return InboxHealth(int(row[0]), oldest, int(bad[0]))
+        "SELECT min(received_at) FROM report_inbox WHERE applied_at IS NULL").fetchone()
+    oldest = None if row is None or row[0] is None else round(
+        max(now_ms - int(row[0]), 0) / 1000, 3)
+    return InboxHealth(counts(conn, "report_inbox").get("WAITING", 0), oldest,
+                       counts(conn, "raw_reports").get("quarantined", 0))
 
 
 def overdue(conn: apsw.Connection, now_ms: int, delivery_window_hours: float,
@@ -197,14 +192,20 @@ def overdue(conn: apsw.Connection, now_ms: int, delivery_window_hours: float,
     window_end = now_ms - int(delivery_window_hours * HOUR_MS)
     lookback_start = window_end - int(lookback_hours * HOUR_MS)
     where, args = _account(account_id)
+    # Each term is a range of the covering messages_open index.
     row = conn.execute(
-        f"SELECT (SELECT count(*) FROM messages WHERE state IN ({_OPEN}) AND (submitted_at < ?"
-        f"         OR (submitted_at IS NULL AND created_at < ?)){where}),"
-        f"       (SELECT count(*) FROM messages WHERE state = '{CUT_OFF}' AND (submitted_at >= ?"
-        f"         OR (submitted_at IS NULL AND created_at >= ?)){where})",
-        (window_end, window_end, *args, lookback_start, lookback_start, *args)).fetchone()
+        f"SELECT (SELECT count(*) FROM messages WHERE state IN ({_OPEN})"
+        f"         AND submitted_at < ?{where}),"
+        f"       (SELECT count(*) FROM messages WHERE state IN ({_OPEN})"
+        f"         AND submitted_at IS NULL AND created_at < ?{where}),"
+        f"       (SELECT count(*) FROM messages WHERE state = '{CUT_OFF}'"
+        f"         AND submitted_at >= ?{where}),"
+        f"       (SELECT count(*) FROM messages WHERE state = '{CUT_OFF}'"
+        f"         AND submitted_at IS NULL AND created_at >= ?{where})",
+        (window_end, *args, window_end, *args, lookback_start, *args, lookback_start, *args)
+    ).fetchone()
     assert row is not None
-    return int(row[0]) + int(row[1])
+    return sum(int(v) for v in row)
 
 
 def as_json(value: Any) -> dict[str, Any]:

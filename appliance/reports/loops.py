@@ -1,9 +1,14 @@
-"""Registers the report loops with the scheduler: reconciler, cut-off, alerts, reparse."""
+"""Registers the report loops with the scheduler: reconciler, cut-off, alerts, reparse,
+and the folding of changed messages into the kept counts (``rollups``)."""
 
 from __future__ import annotations
 
 from appliance.reports import alerts, cutoff, reconciler, reparse
 from appliance.service import Appliance
+from appliance.store import rollups
+
+ROLLUPS_LOOP = "rollups"
+ROLLUPS_IDLE_S = 1.0
 
 
 def install(appliance: Appliance) -> None:
@@ -16,3 +21,10 @@ def install(appliance: Appliance) -> None:
                             interval_s=appliance.settings.alerts.check_interval_s)
     again = reparse.Reparser(appliance)
     appliance.scheduler.add(reparse.LOOP, again.step, interval_s=reparse.INTERVAL_S)
+
+    async def fold() -> float | None:
+        # Readers are exact without it; it keeps what they add in small.
+        moved = await appliance.store.writer.run(rollups.fold)
+        return 0 if moved >= rollups.FOLD_BATCH else ROLLUPS_IDLE_S
+
+    appliance.scheduler.add(ROLLUPS_LOOP, fold, interval_s=ROLLUPS_IDLE_S)

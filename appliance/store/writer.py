@@ -38,7 +38,27 @@ class WriterClosed(RuntimeError):
 @dataclass
 class _Item:
     unit: Callable[[apsw.Connection], Any]
-    future: Future[Any]
+    future: Future[Any] | None  # for threads (``call``/``submit``)
+    # For coroutines (``run``): resolved in their event loop, one call per commit.
+    loop: asyncio.AbstractEventLoop | None = None
+    waiter: asyncio.Future[Any] | None = None
+
+    def start(self) -> bool:
+        """False when the caller gave up before the unit ran: it is skipped."""
+        if self.future is not None:
+            return self.future.set_running_or_notify_cancel()
+        return self.waiter is not None and not self.waiter.cancelled()
+
+
+def _resolve(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    """In the event loop: every coroutine's outcome of one commit, at once."""
+    for waiter, ok, value in outcomes:
+        if waiter.done():  # cancelled meanwhile
+            continue
+        if ok:
+            waiter.set_result(value)
+        else:
+            waiter.set_exception(value)
 
 
 @dataclass
@@ -123,7 +143,14 @@ class Writer:
 
     async def run(self, unit: WriteUnit[T]) -> T:
         """Run ``unit`` and await its commit."""
-        return await asyncio.wrap_future(self.submit(unit))
+        if not self._accepting:
+            raise WriterClosed("the writer is stopped")
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            self._pending += 1
+        self._queue.put(_Item(unit, None, loop, waiter))
+        return await waiter
 
     # -- the thread ----------------------------------------------------------
     def _run(self, ready: Future[None]) -> None:
@@ -167,7 +194,7 @@ class Writer:
             self._fail_all(batch, exc)
             return
         for item in batch:
-            if not item.future.set_running_or_notify_cancel():
+            if not item.start():
                 results.append((item, False, None))
                 continue
             try:
@@ -205,11 +232,24 @@ class Writer:
             listener(elapsed, len(batch))
         with self._lock:
             self._pending -= len(batch)
-        for item, ok, value in results:
-            if ok:
-                item.future.set_result(value)
-            elif value is not None:
-                item.future.set_exception(value)
+        self._hand_back([(item, ok, value) for item, ok, value in results
+                         if ok or value is not None])
+
+    @staticmethod
+    def _hand_back(outcomes: list[tuple[_Item, bool, Any]]) -> None:
+        """Resolve each caller: threads' futures here, coroutines' in their loop."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+        for item, ok, value in outcomes:
+            if item.future is not None:
+                if ok:
+                    item.future.set_result(value)
+                else:
+                    item.future.set_exception(value)
+            elif item.loop is not None and item.waiter is not None:
+                by_loop.setdefault(item.loop, []).append((item.waiter, ok, value))
+        for loop, batch in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(_resolve, batch)
 
     @staticmethod
     def _rolled_back_alone(conn: apsw.Connection) -> bool:
@@ -234,8 +274,10 @@ class Writer:
     def _fail_all(self, batch: list[_Item], exc: BaseException) -> None:
         with self._lock:
             self._pending -= len(batch)
+        failed: list[tuple[_Item, bool, Any]] = []
         for item in batch:
-            if not item.future.done() and (
-                item.future.running() or item.future.set_running_or_notify_cancel()
-            ):
-                item.future.set_exception(exc)
+            fut = item.future
+            if fut is None or (not fut.done() and (fut.running()
+                                                   or fut.set_running_or_notify_cancel())):
+                failed.append((item, False, exc))
+        self._hand_back(failed)

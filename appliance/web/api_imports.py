@@ -22,6 +22,7 @@ from appliance.clock import iso
 from appliance.imports.accept import (
     Refused,
     StreamedLineCount,
+    StreamedPayload,
     check_list_name,
     check_region,
     count_payload_lines,
@@ -50,6 +51,7 @@ from appliance.sending.refs import new_ref
 from appliance.service import Appliance
 from appliance.web.auth import require_account
 from appliance.web.bodies import Watch, read_bounded
+from appliance.web.bodies import read_pieces as read_body_pieces
 from appliance.web.csv_export import csv_rows
 from appliance.web.errors import ApiError, not_found, path_id, storage_full
 from appliance.web.forms import parse_form
@@ -72,9 +74,20 @@ async def read_limited(request: Request, limit: int, watch: Watch | None = None)
     except Refused as exc:
         raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
     if body is None:
-        refused = too_large(limit)
-        raise ApiError(refused.status, refused.error, refused.message, **refused.extra)
+        raise _too_large(limit)
     return body
+
+
+async def read_pieces(request: Request, limit: int, watch: Watch) -> list[bytes] | None:
+    try:
+        return await read_body_pieces(request, limit, watch)
+    except Refused as exc:
+        raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
+
+
+def _too_large(limit: int) -> ApiError:
+    refused = too_large(limit)
+    return ApiError(refused.status, refused.error, refused.message, **refused.extra)
 
 
 def job_json(job: ImportJob) -> dict[str, Any]:
@@ -123,18 +136,19 @@ def _content_type(request: Request) -> str:
 
 
 async def _submission(request: Request, body: bytes, ctype: str
-                      ) -> tuple[Any, Any, bytes, str]:
-    """(list name, region, payload bytes, content type) from any accepted body shape."""
+                      ) -> tuple[Any, Any, bytes, str, bool]:
+    """(list name, region, payload bytes, content type, whether the payload was encoded
+    here from text) from any accepted body shape."""
     if ctype == "application/json":
         # A 64 MB body takes a while to parse: off the event loop.
         data = await anyio.to_thread.run_sync(parse_json_object, body)
         text = data.get("text")
         if not isinstance(text, str):
             raise ApiError(422, "invalid_text", "'text' must be a string with one number per line")
-        return data.get("list"), data.get("region"), text.encode("utf-8"), "text/plain"
+        return data.get("list"), data.get("region"), text.encode("utf-8"), "text/plain", True
     if ctype in ("text/plain", "text/csv"):
         q = request.query_params
-        return q.get("list"), q.get("region"), body, ctype
+        return q.get("list"), q.get("region"), body, ctype, False
     if ctype in ("multipart/form-data", "application/x-www-form-urlencoded"):
         # The body is already bounded by max_bytes; let a pasted `text` field be that big.
         form = await parse_form(request, body, max_files=1, max_fields=10,
@@ -143,14 +157,15 @@ async def _submission(request: Request, body: bytes, ctype: str
         if isinstance(upload, UploadFile):
             payload = await upload.read()
             part_type = (upload.content_type or "text/plain").split(";")[0]
+            from_text = False
         elif isinstance(form.get("text"), str):
             payload = str(form.get("text")).encode("utf-8")
-            part_type = "text/plain"
+            part_type, from_text = "text/plain", True
         else:
             raise ApiError(422, "invalid_text", "send the list as a 'file' part or a 'text' field")
         q = request.query_params
         return (form.get("list") or q.get("list"), form.get("region") or q.get("region"),
-                payload, part_type)
+                payload, part_type, from_text)
     raise AssertionError(ctype)  # _content_type let only the shapes above through
 
 
@@ -159,30 +174,48 @@ async def import_contacts(request: Request) -> Response:
     appliance = _appliance(request)
     limits = appliance.settings.imports
     ctype = _content_type(request)
-    body = await read_limited(request, limits.max_bytes,
-                              StreamedLineCount(ctype, limits.max_rows))
-    list_name, region, payload, ctype = await _submission(request, body, ctype)
-    if payload is not body:  # JSON or a form: the raw body is no longer needed
+    # A plain-text body is counted, hashed and checked as it streams in: once its last
+    # byte is here there is nothing left to read again. Other shapes are decoded first.
+    streamed = (StreamedPayload(ctype, limits.max_rows) if ctype in ("text/plain", "text/csv")
+                else StreamedLineCount(ctype, limits.max_rows))
+    pieces: list[bytes] = []
+    if isinstance(streamed, StreamedPayload):  # stored as it came: never joined
+        found = await read_pieces(request, limits.max_bytes, streamed)
+        if found is None:
+            raise _too_large(limits.max_bytes)
+        pieces, body = found, b""
+    else:
+        body = await read_limited(request, limits.max_bytes, streamed)
+    list_name, region, payload, ctype, from_text = await _submission(request, body, ctype)
+    whole = payload is body
+    if not whole:  # JSON or a form: the raw body is no longer needed
         request._body = b""
         del body
 
     def examine() -> tuple[int, str]:  # a few ms of CPU on a 3 MB paste: off the event loop
-        return count_payload_lines(payload, limits), payload_sha256(payload)
+        return count_payload_lines(payload, limits, utf8=from_text), payload_sha256(payload)
 
     try:
         name = check_list_name(list_name)
         region = check_region(region, limits.default_region)
-        total, digest = await anyio.to_thread.run_sync(examine)
+        done: tuple[int, str] | None = None
+        if pieces:
+            done = streamed.result(limits) if isinstance(streamed, StreamedPayload) else None
+            if done is None:  # not plain UTF-8 text: the full checks say what it is
+                payload, pieces = b"".join(pieces), []
+        if done is None:
+            done = await anyio.to_thread.run_sync(examine)
+        total, digest = done
     except Refused as exc:
         raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
     key = idempotency_key_of(request)
     ours = key is None
     if key is None:
         key = fallback_idempotency_key(account.id, name, region, digest)
-    reserve = below_reserve(appliance.settings, len(payload))
+    reserve = below_reserve(appliance.settings, len(payload) + sum(len(p) for p in pieces))
     if reserve is not None:
         raise storage_full(reserve)
-    new = NewJob(account.id, name, region, key, payload, ctype, total, digest)
+    new = NewJob(account.id, name, region, key, payload, ctype, total, digest, tuple(pieces))
     try:
         job, _created = await appliance.store.writer.run(
             lambda c: create_job(c, new, appliance.now_ms())

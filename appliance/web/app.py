@@ -47,9 +47,10 @@ def all_routes() -> list[BaseRoute]:
         pages,
     )
 
-    routes: list[BaseRoute] = api_ops.routes()
+    # Callbacks first: the router tries routes in order, and reports are the busiest.
+    routes: list[BaseRoute] = callbacks.routes()
+    routes += api_ops.routes()
     routes += api_imports.routes()
-    routes += callbacks.routes()
     routes += api_stats.routes()
     routes += api_messages.routes()
     routes += api_optout.routes()

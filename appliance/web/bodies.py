@@ -75,6 +75,18 @@ async def read_bounded(request: Request, limit: int, watch: Watch | None = None)
 
     What was read is kept on the request, so ``request.form()`` / ``json()`` reuse it.
     """
+    pieces = await read_pieces(request, limit, watch)
+    if pieces is None:
+        return None
+    body = b"".join(pieces)
+    request._body = body
+    return body
+
+
+async def read_pieces(request: Request, limit: int, watch: Watch | None = None
+                      ) -> list[bytes] | None:
+    """The body as the pieces it arrived in (not joined: a large body is held once), or
+    ``None`` as soon as it passes ``limit`` bytes."""
     declared = declared_length(request)
     if declared is not None and declared > limit:
         return None
@@ -102,6 +114,4 @@ async def read_bounded(request: Request, limit: int, watch: Watch | None = None)
                            "the request body stopped arriving or arrived too slowly") from None
         raise ApiError(400, "client_disconnected",
                        "the connection closed before the whole body arrived") from None
-    body = b"".join(parts)
-    request._body = body
-    return body
+    return parts

@@ -47,6 +47,18 @@ def _storable(reports: list[InboxReport]) -> bool:
                    for r in reports for v in vars(r).values())
 
 
+def _path_and_query(request: Request) -> tuple[str, str]:
+    """``request.url.path`` and ``.query`` (what the provider signed), read from the scope
+    without building a URL object when nothing in them needs it."""
+    scope = request.scope
+    path = str(scope["path"])
+    query = bytes(scope.get("query_string", b"")).decode()
+    plain = "?" not in path and "#" not in path and "\\" not in path
+    if plain and "#" not in query and query.isprintable() and path.isprintable():
+        return path, query
+    return request.url.path, request.url.query
+
+
 async def callback(request: Request) -> Response:
     appliance: Appliance = request.app.state.appliance
     name = request.path_params["provider"]
@@ -66,9 +78,10 @@ async def callback(request: Request) -> Response:
     body = await read_bounded(request, appliance.settings.reports.max_callback_bytes)
     if body is None:
         return _refused(413, "payload_too_large", "callback body too large")
-    query = request.url.query
-    url = appliance.settings.callback_base + request.url.path + (f"?{query}" if query else "")
-    headers = {k.lower(): v for k, v in request.headers.items()}
+    path, query = _path_and_query(request)
+    url = appliance.settings.callback_base + path + (f"?{query}" if query else "")
+    # ASGI header names are lower case already; latin-1 as Starlette decodes them.
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
     req = CallbackRequest(method=request.method, url=url, query=query, headers=headers,
                           body=body)
     try:

@@ -166,8 +166,11 @@ def cases(draw: st.DrawFn) -> Case:
         auth=draw(st.sampled_from(["key", "key", "key", "none", "garbage", "basic"])),
         session=draw(st.booleans()) and path != "/logout",
         csrf=draw(st.booleans()), signed=draw(st.booleans()),
+        # Any value a client can put on the wire: latin-1 without DEL, and no space at
+        # either end (HTTP strips those; the client refuses to send them).
         idempotency=draw(st.one_of(st.none(), st.text(st.characters(
-            min_codepoint=32, max_codepoint=255), max_size=30))),
+            min_codepoint=32, max_codepoint=255, exclude_characters="\x7f"),
+            max_size=30).map(lambda key: key.strip(" ")))),
         accept=draw(st.sampled_from(["application/json", "text/html", "*/*"])),
     )
 
@@ -219,7 +222,7 @@ def check(answer: httpx.Response, case: Case) -> None:
             (case, body)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
+@settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(case=cases())
@@ -227,7 +230,7 @@ def test_no_input_on_any_route_gets_a_5xx(target: Target, case: Case) -> None:
     check(send(target, case), case)
 
 
-@settings(max_examples=WRITE_EXAMPLES, deadline=None, database=None,
+@settings(max_examples=WRITE_EXAMPLES, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(case=write_cases())

@@ -1,12 +1,17 @@
-"""kill -9 in the middle of an import, again and again: the final table is exact."""
+"""kill -9 in the middle of an import, again and again (the server, or its parser
+process): the final table is exact."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from pathlib import Path
 
 import httpx
 import pytest
 
+from appliance.imports.parse_process import PROCESS_MIN_LINES
 from tests.harness import Server, create_account, wait_for
 from tests.imports.corpus import make_corpus
 from tests.imports.test_import_api import db_rows
@@ -68,3 +73,30 @@ def test_second_server_on_the_same_data_dir_refuses(server: Server) -> None:
         second.start()
     with httpx.Client() as c:
         assert c.get(server.url + "/healthz").status_code == 200
+
+
+@pytest.mark.slow
+def test_the_parser_process_killed_mid_import_is_replaced_and_the_table_is_exact(
+        data_dir: Path) -> None:
+    corpus = make_corpus(PROCESS_MIN_LINES * 3, seed=22)
+    srv = Server(data_dir, env={"APPLIANCE_IMPORT_CHUNK_LINES": "500"}).start()
+    key = create_account(data_dir)
+    try:
+        with srv.client(key) as api:
+            job_id = int(api.post("/api/contacts/import", json={
+                "list": "parser", "text": corpus.text()}).json()["jobId"])
+            wait_for(lambda: progress(data_dir, job_id) >= 5_000, 60, interval=0.005,
+                     message="the import to be under way")
+            pids = [int(json.loads(line)["pid"]) for line in srv.log().splitlines()
+                    if "import parser process started" in line]
+            assert len(pids) == 1
+            os.kill(pids[0], signal.SIGKILL)
+            job = wait_for(lambda: (lambda j: j if j["state"] == "DONE" else None)(
+                api.get(f"/api/jobs/{job_id}").json()), 120, interval=0.05,
+                message="the job to finish")
+    finally:
+        srv.stop()
+    assert (job["processed"], job["inserted"], job["duplicates_in_paste"], job["rejected"]) == (
+        corpus.total, corpus.inserted, corpus.duplicates_in_paste, len(corpus.rejected_lines))
+    assert db_rows(data_dir, "SELECT count(*) FROM contacts")[0][0] == corpus.inserted
+    assert "parser process ended" in srv.log()

@@ -1,6 +1,6 @@
-"""The one-file executable (APP-2), end to end: build it once, then import, send
-through the provider simulator, receive its reports, back up while serving, restore
-into a second directory and find the same rows.
+"""The one-file executable (APP-2), end to end: build it once, then import (a large list
+through the parser process too), send through the provider simulator, receive its
+reports, back up while serving, restore into a second directory and find the same rows.
 
 Set ``APPLIANCE_BINARY`` to test an existing build; otherwise the module builds one
 (reusing ``dist/appliance`` when it is newer than every source file).
@@ -21,8 +21,10 @@ import apsw
 import httpx
 import pytest
 
+from appliance.imports.parse_process import PROCESS_MIN_LINES
 from appliance.smpp.session import SmppSession
 from tests.harness import ROOT, free_port, wait_for
+from tests.imports.corpus import make_corpus
 from tests.pg_server import pg_server, pg_url
 from tests.smpp.support import Store, message, settings_for
 from tests.smpp.support import wait_until as wait_until_async
@@ -123,6 +125,14 @@ def test_the_binary_imports_sends_backs_up_and_restores(
         wait_for(lambda: api.get(f"/api/jobs/{job['jobId']}").json()["state"] == "DONE", 60,
                  message="the import")
         assert api.get("/api/lists/bin").json()["contacts"] == total
+        # A large import is parsed in a second process: the frozen binary starts it too.
+        big = make_corpus(PROCESS_MIN_LINES + 5_000, seed=11)
+        job = api.post("/api/contacts/import", json={"list": "big", "text": big.text()}).json()
+        done = wait_for(lambda: (lambda j: j if j["state"] == "DONE" else None)(
+            api.get(f"/api/jobs/{job['jobId']}").json()), 120, message="the large import")
+        assert (done["inserted"], done["duplicates_in_paste"], done["rejected"]) == (
+            big.inserted, big.duplicates_in_paste, len(big.rejected_lines))
+        assert "import parser process started" in (tmp_path / "server.log").read_text()
         campaign = api.post("/api/campaigns", json={"list": "bin", "body": "hello"})
         assert campaign.status_code == 202, campaign.text
         db = data / "appliance.db"

@@ -3,7 +3,6 @@ schema a new file gets (tables, indexes, triggers), and keeps its rows."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,8 @@ RELEASED = sorted(int(p.stem.removeprefix("v")) for p in SCHEMAS.glob("v*.sql"))
 
 
 def shape(path: Path) -> dict[str, Any]:
-    """Tables with their columns (name, type, not null, default, pk), every index, and
-    every trigger's SQL (comments and spacing aside)."""
+    """Tables with their columns (name, type, not null, default, pk), every index and
+    every trigger."""
     conn = open_connection(str(path), readonly=True)
     try:
         out: dict[str, Any] = {}
@@ -40,11 +39,9 @@ def shape(path: Path) -> dict[str, Any]:
             covered = [str(r[0]) for r in info]
             # Auto-indexes carry a generated name; compare them by what they cover.
             out[f"index {table}({','.join(covered)})"] = (table, int(unique), covered)
-        triggers: list[Any] = conn.execute(
-            "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'").fetchall()
-        for name, sql in triggers:
-            code = re.sub(r"--[^\n]*", "", str(sql))
-            out[f"trigger {name}"] = " ".join(code.split())
+        for name, sql in conn.execute("SELECT name, sql FROM sqlite_schema"
+                                      " WHERE type IN ('trigger', 'index') AND sql IS NOT NULL"):
+            out[f"sql {name}"] = " ".join(str(sql).split())  # triggers, partial indexes
         return out
     finally:
         conn.close()
