@@ -21,7 +21,7 @@ import pytest
 from tests.harness import Server, create_account, wait_for
 from tests.sending.support import SimulatorProcess, provider_config
 
-MESSAGES = int(os.environ.get("RACE_MESSAGES", "10000"))
+MESSAGES = int(os.environ.get("RACE_MESSAGES", "4000"))
 STATES = {"delivered": "DELIVERED", "failed": "FAILED", "expired": "EXPIRED"}
 
 
