@@ -259,9 +259,8 @@ def postgresql_schema(sqlite_sql: str) -> str:
     """``schema.sql``'s tables and indexes in PostgreSQL's DDL.
 
     SQLite's triggers (the kept counts of :mod:`appliance.store.rollups`) are left out:
-    on PostgreSQL they would be PL/pgSQL functions, which are not written yet; until
-    they are, ``serve`` refuses a PostgreSQL ``database_url`` (see
-    ``docs/operations.md``)."""
+    on PostgreSQL they are PL/pgSQL functions, installed by
+    :mod:`appliance.store.pg_triggers`."""
     out: list[str] = []
     for stmt in _statements(_SQLITE_TRIGGER.sub("", sqlite_sql)):
         sig = [t for t in stmt if t.significant]

@@ -7,6 +7,12 @@ migration runs in one transaction under an advisory lock, so exactly one of them
 creates or upgrades the schema and the others find it done (DDL is transactional in
 PostgreSQL: a migration that fails leaves nothing behind).
 
+The triggers (the kept counts, and the webhook outbox's while webhooks are on) are
+PL/pgSQL functions of their own (:mod:`appliance.store.pg_triggers`): :func:`create`
+installs the count triggers with the tables, and every :func:`migrate` installs them
+again (the outbox's as they were), so a newer appliance's definitions take over at its
+first start; an install that would change nothing changes nothing.
+
 A database at an older version gets the steps of ``MIGRATIONS`` after it, run through
 the same :class:`~appliance.store.pg.PgConnection` as every unit, so a step written in
 portable SQL serves both backends. :data:`FIRST_VERSION` is the first version served on
@@ -18,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from appliance.store import dialect
+from appliance.store import dialect, pg_triggers
 from appliance.store.pg import PgConnection
 from appliance.store.schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, schema_sql
 
@@ -53,11 +59,17 @@ def user_tables(conn: PgConnection) -> list[str]:
         " ORDER BY c.relname")]
 
 
-def create(conn: PgConnection) -> None:
-    """The current schema and its version, in the caller's transaction."""
+def create(conn: PgConnection, *, triggers: bool = True) -> None:
+    """The current schema and its version, in the caller's transaction.
+
+    ``triggers=False`` leaves the triggers out: ``migrate --to`` copies rows whose
+    counts are copied too, and installs them after the copy
+    (:func:`appliance.store.transfer.copy_to_postgresql`)."""
     conn.execute(postgresql_schema_sql())
     conn.execute(f"CREATE TABLE {VERSION_TABLE} (version BIGINT NOT NULL)")
     conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (?)", (SCHEMA_VERSION,))
+    if triggers:
+        pg_triggers.install(conn, webhooks=False)
 
 
 def migrate(conn: PgConnection, where: str = "the database") -> int:
@@ -85,6 +97,9 @@ def migrate(conn: PgConnection, where: str = "the database") -> int:
                 run: Any = MIGRATIONS[step]
                 run(conn)
             conn.execute(f"UPDATE {VERSION_TABLE} SET version = ?", (SCHEMA_VERSION,))
+        # This version's triggers; the outbox's stay on or off until the service's start
+        # says (appliance.webhooks.outbox.set_receiver).
+        pg_triggers.install(conn, webhooks=pg_triggers.webhooks_installed(conn))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction and not conn.broken:

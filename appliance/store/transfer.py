@@ -6,9 +6,14 @@ as ``serve`` would) and writes one PostgreSQL transaction: the schema, then ever
 table in dependency order (a table after those it refers to), in batches through
 ``COPY``, then each identity's sequence set past the largest id (and, for
 ``AUTOINCREMENT`` tables, past the largest id SQLite ever gave, so a pruned id is never
-given again). Before committing, each table's rows are counted on both sides; any
-difference rolls the whole copy back, so the target is either a verified copy or as
-empty as it was. A target with tables in it is refused.
+given again), then the triggers (:mod:`appliance.store.pg_triggers`). The triggers come
+after the rows: ``row_counts`` and ``message_counts`` are copied as SQLite kept them,
+and a count trigger firing for each copied row would count every row twice (and an
+outbox trigger would write an event per copied message). The outbox's are installed
+when they were on in SQLite (webhooks configured at its last start). Before
+committing, each table's rows are counted on both sides; any difference rolls the whole
+copy back, so the target is either a verified copy or as empty as it was. A target
+with tables in it is refused.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 import apsw
 import psycopg
 
-from appliance.store import dialect
+from appliance.store import dialect, pg_triggers
 from appliance.store.pg import PgConnection, store_error
 from appliance.store.pg_schema import MIGRATION_LOCK, user_tables
 from appliance.store.pg_schema import create as create_schema
@@ -132,7 +137,7 @@ def _copy(source: apsw.Connection, target: PgConnection, batch_rows: int,
         target.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
         if user_tables(target):
             raise TransferRefused("the target database got tables while the copy started")
-        create_schema(target)
+        create_schema(target, triggers=False)
         for table in dependency_order(source):
             total = _scalar(source, f'SELECT count(*) FROM "{table}"')
             _copy_table(source, target, table, total, batch_rows, progress)
@@ -145,6 +150,7 @@ def _copy(source: apsw.Connection, target: PgConnection, batch_rows: int,
                                    (table, column, highest))
             copied = int(target.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
             result.tables.append(TableCopy(table, total, copied))
+        pg_triggers.install(target, webhooks=_webhooks_on(source))
         wrong = [t for t in result.tables if t.source_rows != t.target_rows]
         if wrong:
             raise TransferRefused("row counts differ after the copy: " + ", ".join(
@@ -156,6 +162,12 @@ def _copy(source: apsw.Connection, target: PgConnection, batch_rows: int,
             target.execute("ROLLBACK")  # the schema too: the target is as empty as it was
         raise
     return result
+
+
+def _webhooks_on(conn: apsw.Connection) -> bool:
+    """Whether the SQLite database writes outbox events (its webhook triggers exist)."""
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'trigger'"
+                        " AND name = 'messages_webhook_created'").fetchone() is not None
 
 
 def _copy_table(source: apsw.Connection, target: PgConnection, table: str, total: int,
