@@ -62,21 +62,23 @@ def fill(conn: apsw.Connection) -> None:
     conn.execute(f"UPDATE messages SET counted_state = state WHERE {_UNCOUNTED}")
     conn.execute("INSERT INTO message_counts (account_id, minute, state, n) " + MESSAGE_RECOUNT)
     for name, sql in RECOUNTS.items():
-        conn.execute(f"INSERT INTO row_counts (name, key, n) SELECT '{name}', * FROM ({sql})")
+        conn.execute(f"INSERT INTO row_counts (name, key, n) SELECT '{name}', counted.*"
+                     f" FROM ({sql}) AS counted")
 
 
 def _add(conn: apsw.Connection, table_key: tuple[Any, ...], delta: int) -> None:
     if table_key[0] == "row":
         _, name, key = table_key
         conn.execute("INSERT INTO row_counts (name, key, n) VALUES (?, ?, ?)"
-                     " ON CONFLICT (name, key) DO UPDATE SET n = n + excluded.n",
+                     " ON CONFLICT (name, key) DO UPDATE SET n = row_counts.n + excluded.n",
                      (name, key, delta))
         return
     _, account_id, minute, state = table_key
     if delta > 0:
         conn.execute("INSERT INTO message_counts (account_id, minute, state, n)"
                      " VALUES (?, ?, ?, ?) ON CONFLICT (account_id, minute, state)"
-                     " DO UPDATE SET n = n + excluded.n", (account_id, minute, state, delta))
+                     " DO UPDATE SET n = message_counts.n + excluded.n",
+                     (account_id, minute, state, delta))
         return
     conn.execute("UPDATE message_counts SET n = n + ? WHERE account_id = ? AND minute = ?"
                  " AND state = ?", (delta, account_id, minute, state))

@@ -12,7 +12,7 @@ import functools
 import random
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,7 +23,7 @@ from appliance.providers.base import SubmitResult
 from appliance.reports.cutoff import cut_off
 from appliance.sending.messages import claim_due
 from appliance.store import rollups
-from appliance.store.connection import Connection, Params
+from appliance.store.connection import Connection
 from appliance.store.pg import PgConnection
 from appliance.store.pg_schema import migrate
 from appliance.store.pg_store import PgStore
@@ -46,28 +46,8 @@ NOW = 1_700_000_000_000
 URL = "http://127.0.0.1:9/hooks"
 
 
-class QualifiedUpserts:
-    """A connection whose ``SET n = n + excluded.n`` names its table.
-
-    :func:`rollups.fold`'s upserts say ``n = n + excluded.n``, which PostgreSQL refuses
-    as ambiguous (SQLite reads the target's column); until that module's SQL is ported
-    the fold runs through this, so that the counts it moves are exercised here too."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-
-    def execute(self, sql: str, params: Params | None = None, /) -> Any:
-        for table in ("message_counts", "row_counts"):
-            if f"INSERT INTO {table}" in sql:
-                sql = sql.replace("SET n = n + excluded.n", f"SET n = {table}.n + excluded.n")
-        return self.conn.execute(sql, params)
-
-    def executemany(self, sql: str, rows: Iterable[Params], /) -> Any:
-        return self.conn.executemany(sql, rows)
-
-
 def fold(conn: Connection, limit: int) -> int:
-    return rollups.fold(cast(Any, QualifiedUpserts(conn)), limit)
+    return rollups.fold(cast(Any, conn), limit)
 
 
 # -- the real write units on a PgStore -------------------------------------------------
