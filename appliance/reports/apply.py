@@ -33,8 +33,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from appliance.reports.aggregate import PartView, aggregate, finalised_at
 from appliance.reports.inbox import (
     WAITING_COLUMNS,
@@ -54,6 +52,7 @@ from appliance.reports.states import (
     decide,
     is_final,
 )
+from appliance.store.connection import Connection
 
 _IN_CHUNK = 500
 # A part row in this state was never taken by the provider: no report is about it.
@@ -89,7 +88,7 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def find_message(conn: apsw.Connection, row: Waiting) -> MessageState | None:
+def find_message(conn: Connection, row: Waiting) -> MessageState | None:
     """The message a report is about, if it is in the database yet (MSG-6: only among
     the messages sent through the provider that sent the report)."""
     select = ("SELECT id, ref, state, state_at, finalised_at, provider_msg_id, error"
@@ -116,7 +115,7 @@ def find_message(conn: apsw.Connection, row: Waiting) -> MessageState | None:
                         _text(found[6]))
 
 
-def read_parts(conn: apsw.Connection, message: MessageState) -> list[PartState]:
+def read_parts(conn: Connection, message: MessageState) -> list[PartState]:
     """The message's parts; one standing where the message stands if none is recorded.
 
     No part rows: the message's submission answer said nothing of its parts (a
@@ -173,7 +172,7 @@ _UPDATE_PART = (
 )
 
 
-def settle(conn: apsw.Connection, row: Waiting, now_ms: int) -> Verdict:
+def settle(conn: Connection, row: Waiting, now_ms: int) -> Verdict:
     """Apply ``row`` to its message's parts, keep it as history, or leave it waiting."""
     message = find_message(conn, row)
     if message is None or message.state in NOT_YET_SENT:
@@ -231,7 +230,7 @@ class Receipt:
     waiting: list[str] = field(default_factory=list)  # refs (or provider ids) left waiting
 
 
-def receive(conn: apsw.Connection, raw: RawCallback, reports: Sequence[InboxReport],
+def receive(conn: Connection, raw: RawCallback, reports: Sequence[InboxReport],
             parse_error: str | None, now_ms: int) -> Receipt:
     """The callback's write unit: store it raw (DLR-2), then file and apply its reports.
 
@@ -270,7 +269,7 @@ def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
         yield values[start:start + _IN_CHUNK]
 
 
-def apply_waiting_for_refs(conn: apsw.Connection, refs: Iterable[str], now_ms: int,
+def apply_waiting_for_refs(conn: Connection, refs: Iterable[str], now_ms: int,
                            provider_ids: Iterable[tuple[str, str]] = (),
                            provider: str | None = None) -> int:
     """DLR-6: apply the reports waiting for these just-recorded messages.
@@ -309,7 +308,7 @@ def apply_waiting_for_refs(conn: apsw.Connection, refs: Iterable[str], now_ms: i
     return matched
 
 
-def settle_due(conn: apsw.Connection, rows: Sequence[Waiting], now_ms: int) -> dict[str, int]:
+def settle_due(conn: Connection, rows: Sequence[Waiting], now_ms: int) -> dict[str, int]:
     """Try each due row once (the reconciler's unit); counts by verdict."""
     counts: dict[str, int] = {}
     for row in rows:

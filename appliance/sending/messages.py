@@ -31,8 +31,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import apsw
-
 from appliance.optout.suppressions import IS_SUPPRESSED_SQL, SUPPRESSED
 from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.reports.aggregate import message_state
@@ -47,6 +45,7 @@ from appliance.sending.campaigns import (
 from appliance.sending.segments import Segmentation, segment
 from appliance.sending.windows import SendWindow
 from appliance.store.changes import executemany_changes
+from appliance.store.connection import Connection
 
 # Backoff for transient failures: 2 s x 2^(attempt-1), capped, plus up to 25% jitter.
 BACKOFF_BASE_S = 2.0
@@ -132,7 +131,7 @@ class Recorded:
     applied_reports: int = 0
 
 
-def insert_message(conn: apsw.Connection, new: NewMessage, ref: str, now_ms: int,
+def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
                    seg: Segmentation | None = None) -> Accepted:
     """Accept one message as ``QUEUED`` (a write unit), honouring the idempotency key.
 
@@ -170,7 +169,7 @@ def _chunks(values: list[int]) -> Iterable[list[int]]:
         yield values[start:start + _IN_CHUNK]
 
 
-def known_parts(conn: apsw.Connection, ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+def known_parts(conn: Connection, ids: list[int]) -> dict[int, list[tuple[int, str]]]:
     """``(part, state)`` of the part rows of these messages, by message id."""
     out: dict[int, list[tuple[int, str]]] = {}
     for chunk in _chunks(ids):
@@ -199,7 +198,7 @@ HIGH_LANE = Lane(PRIORITY_HIGH, None)
 NORMAL_SINGLES = Lane(PRIORITY_NORMAL, None)
 
 
-def _reserve(conn: apsw.Connection, provider: str, lane: Lane, now_ms: int, stamp: int,
+def _reserve(conn: Connection, provider: str, lane: Lane, now_ms: int, stamp: int,
              limit: int) -> list[int]:
     """Reserve up to ``limit`` due messages of one lane: ``RETRY`` first, then
     ``QUEUED``, each oldest first (a write unit's part)."""
@@ -220,7 +219,7 @@ def _reserve(conn: apsw.Connection, provider: str, lane: Lane, now_ms: int, stam
     return ids
 
 
-def campaigns_waiting(conn: apsw.Connection, provider: str) -> list[int]:
+def campaigns_waiting(conn: Connection, provider: str) -> list[int]:
     """Campaigns of ``provider`` with messages waiting to be claimed: one index seek per
     campaign (a skip over ``messages_lanes``), whatever their backlog."""
     found: list[int] = []
@@ -236,7 +235,7 @@ def campaigns_waiting(conn: apsw.Connection, provider: str) -> list[int]:
         found.append(last)
 
 
-def _fair_shares(conn: apsw.Connection, provider: str, lanes: list[Lane], now_ms: int,
+def _fair_shares(conn: Connection, provider: str, lanes: list[Lane], now_ms: int,
                  stamp: int, room: int) -> dict[Lane, list[int]]:
     """Split ``room`` between ``lanes`` evenly (the first lanes get the remainder); what
     a lane cannot use goes to the others."""
@@ -261,7 +260,7 @@ def _fair_shares(conn: apsw.Connection, provider: str, lanes: list[Lane], now_ms
     return got
 
 
-def claim_due(conn: apsw.Connection, provider: str, now_ms: int, limit: int,
+def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
               turn: int = 0, normal_limit: int | None = None) -> list[Claimed]:
     """Reserve up to ``limit`` due messages of ``provider`` for sending (a write unit).
 
@@ -342,7 +341,7 @@ def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
                    camp.window if camp is not None else None)
 
 
-def mark_sending(conn: apsw.Connection, claimed: list[Claimed], now_ms: int) -> list[Claimed]:
+def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int) -> list[Claimed]:
     """Make reserved messages ``SENDING`` just before their bytes go (a write unit).
 
     Only messages still reserved and still ``QUEUED``/``RETRY`` are taken, and a campaign
@@ -366,7 +365,7 @@ def mark_sending(conn: apsw.Connection, claimed: list[Claimed], now_ms: int) -> 
     return out
 
 
-def release_claimed(conn: apsw.Connection, ids: list[int] | None = None,
+def release_claimed(conn: Connection, ids: list[int] | None = None,
                     provider: str | None = None) -> int:
     """Give reserved messages back, unsent (a write unit): these ``ids``, or every one of
     ``provider`` (at start, after a crash). They are claimed again in their turn."""
@@ -381,7 +380,7 @@ def release_claimed(conn: apsw.Connection, ids: list[int] | None = None,
     return released
 
 
-def next_due_ms(conn: apsw.Connection) -> int | None:
+def next_due_ms(conn: Connection) -> int | None:
     """The earliest ``next_attempt_at`` among resendable messages (a read unit).
 
     One index lookup per state (``messages_due``), whatever the provider: at worst the
@@ -534,7 +533,7 @@ def _plan(batch: _Batch, provider: str, msg: Claimed, outcome: Outcome, now_ms: 
 
 
 def record_outcomes(
-    conn: apsw.Connection,
+    conn: Connection,
     provider: str,
     results: Iterable[tuple[Claimed, Outcome]],
     now_ms: int,
@@ -578,7 +577,7 @@ def record_outcomes(
     return Recorded(applied_reports=applied, **counts)
 
 
-def recover_interrupted(conn: apsw.Connection, provider: str, now_ms: int,
+def recover_interrupted(conn: Connection, provider: str, now_ms: int,
                         dedupes_on_ref: bool, reports_per_part: bool = False) -> int:
     """Messages left ``SENDING`` by a crash (a write unit, run once at start).
 
@@ -631,7 +630,7 @@ class NotUncertain(ValueError):
         self.state = state
 
 
-def resolve_message(conn: apsw.Connection, message_id: int, action: str, actor: str,
+def resolve_message(conn: Connection, message_id: int, action: str, actor: str,
                     now_ms: int) -> str:
     """Decide about one ``UNCERTAIN`` message (a write unit); returns its new state.
 
@@ -675,7 +674,7 @@ def resolve_message(conn: apsw.Connection, message_id: int, action: str, actor: 
     return new_state
 
 
-def resolve_campaign(conn: apsw.Connection, campaign_id: int, action: str, actor: str,
+def resolve_campaign(conn: Connection, campaign_id: int, action: str, actor: str,
                      now_ms: int) -> int:
     """The same decision for every ``UNCERTAIN`` message of a campaign (a write unit);
     returns how many were resolved."""
@@ -697,7 +696,7 @@ class Action:
     at: int
 
 
-def message_actions(conn: apsw.Connection, message_id: int) -> list[Action]:
+def message_actions(conn: Connection, message_id: int) -> list[Action]:
     rows: list[Any] = conn.execute(
         "SELECT action, from_state, to_state, actor, at FROM message_actions"
         " WHERE message_id = ? ORDER BY id", (message_id,)).fetchall()
@@ -768,7 +767,7 @@ def _message(row: Any) -> Message:
     return Message(*row)
 
 
-def get_message(conn: apsw.Connection, ref: str, account_id: int) -> Message | None:
+def get_message(conn: Connection, ref: str, account_id: int) -> Message | None:
     row = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE ref = ? AND account_id = ?",
         (ref, account_id),
@@ -776,7 +775,7 @@ def get_message(conn: apsw.Connection, ref: str, account_id: int) -> Message | N
     return None if row is None else _message(row)
 
 
-def message_history(conn: apsw.Connection, message: Message) -> list[HistoryEntry]:
+def message_history(conn: Connection, message: Message) -> list[HistoryEntry]:
     """Every report kept for the message: applied, stale, or still waiting."""
     rows: list[Any] = conn.execute(
         "SELECT status, state, reported_at, received_at, repeats, outcome, error_code, part"
@@ -787,7 +786,7 @@ def message_history(conn: apsw.Connection, message: Message) -> list[HistoryEntr
     return [HistoryEntry(*r) for r in rows]
 
 
-def message_parts(conn: apsw.Connection, message_id: int) -> list[Part]:
+def message_parts(conn: Connection, message_id: int) -> list[Part]:
     """The message's parts, in order (a read unit); empty before its submission."""
     rows: list[Any] = conn.execute(
         "SELECT part, provider_msg_id, state, state_at, error, submitted_at, finalised_at,"
@@ -796,7 +795,7 @@ def message_parts(conn: apsw.Connection, message_id: int) -> list[Part]:
     return [Part(*r) for r in rows]
 
 
-def messages_for_msisdn(conn: apsw.Connection, account_id: int, msisdn: str,
+def messages_for_msisdn(conn: Connection, account_id: int, msisdn: str,
                         limit: int = 50) -> list[Message]:
     rows = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = ? AND msisdn = ?"
