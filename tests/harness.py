@@ -44,6 +44,35 @@ class FileClock:
         return {"APPLIANCE_CLOCK_FILE": str(self.path)}
 
 
+def database_url() -> str:
+    """The PostgreSQL database this test's appliance processes use ("" for SQLite: see
+    the ``backend`` fixture)."""
+    return os.environ.get("APPLIANCE_DATABASE_URL", "")
+
+
+def db_rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` (``?`` placeholders) read from the store the test's appliance
+    uses: the data dir's SQLite file (read-only), or its PostgreSQL database."""
+    url = database_url()
+    if url:
+        from appliance.store import pg_store
+        from appliance.store.pg import PgConnection
+
+        pg = PgConnection.connect(url)
+        try:
+            return [tuple(r) for r in pg_store.in_snapshot(
+                pg, lambda c: c.execute(sql, args).fetchall())]
+        finally:
+            pg.close()
+    import apsw
+
+    conn = apsw.Connection(str(data_dir / "appliance.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [tuple(r) for r in conn.execute(sql, args).fetchall()]
+    finally:
+        conn.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
