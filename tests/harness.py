@@ -73,6 +73,18 @@ def db_rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[
         conn.close()
 
 
+def kept_counts_or_xfail() -> None:
+    """Before asserting a figure read from the kept counts (``store.rollups``): on
+    PostgreSQL they are kept by ``appliance.store.pg_triggers``; without it in this
+    build the rest of the test stands and this part is an expected failure."""
+    import importlib.util
+
+    import pytest
+
+    if database_url() and importlib.util.find_spec("appliance.store.pg_triggers") is None:
+        pytest.xfail("the kept counts on PostgreSQL need appliance.store.pg_triggers")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
