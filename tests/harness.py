@@ -73,15 +73,17 @@ def db_rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[
         conn.close()
 
 
-def kept_counts_or_xfail() -> None:
-    """Before asserting a figure read from the kept counts (``store.rollups``): on
-    PostgreSQL they are kept by ``appliance.store.pg_triggers``; without it in this
-    build the rest of the test stands and this part is an expected failure."""
+def kept_counts_or_xfail(store: object = None) -> None:
+    """Before asserting a figure read from the kept counts (``store.rollups``), of the
+    test's appliance processes or of ``store``: on PostgreSQL they are kept by
+    ``appliance.store.pg_triggers``; without it in this build the rest of the test
+    stands and this part is an expected failure."""
     import importlib.util
 
     import pytest
 
-    if database_url() and importlib.util.find_spec("appliance.store.pg_triggers") is None:
+    on_postgresql = hasattr(store, "url") if store is not None else bool(database_url())
+    if on_postgresql and importlib.util.find_spec("appliance.store.pg_triggers") is None:
         pytest.xfail("the kept counts on PostgreSQL need appliance.store.pg_triggers")
 
 

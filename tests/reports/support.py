@@ -12,6 +12,7 @@ import httpx
 
 from appliance.providers.http_json import body_signature
 from appliance.reports.inbox import InboxReport
+from appliance.store import dialect
 
 SECRET = "cb-secret-for-tests"
 PROVIDER = "gw"
@@ -54,6 +55,10 @@ def inbox_rows(conn: apsw.Connection, ref: str | None = None) -> list[dict[str, 
 
 
 def columns(conn: apsw.Connection, table: str) -> list[str]:
+    if dialect.of(conn).is_postgresql:
+        return [str(r[0]) for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
+            " AND table_schema = current_schema() ORDER BY ordinal_position", (table,))]
     return [str(r[0]) for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
 
 
