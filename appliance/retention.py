@@ -109,4 +109,4 @@ class Retention:
 
 def install(appliance: Appliance) -> None:
     retention = Retention(appliance)
-    appliance.scheduler.add(LOOP, retention.step, interval_s=60.0)
+    appliance.scheduler.add(LOOP, appliance.singleton(LOOP, retention.step), interval_s=60.0)

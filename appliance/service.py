@@ -19,11 +19,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
+
 from appliance.clock import Clock
 from appliance.config import ConfigError, Settings, ensure_data_dir
 from appliance.providers.registry import Providers
-from appliance.scheduler import Scheduler
+from appliance.scheduler import Scheduler, Step
 from appliance.store import Store
+from appliance.store.errors import StorageUnavailable
+from appliance.store.owner import Liveness
+from appliance.store.singleton import Singleton
 
 if TYPE_CHECKING:
     from appliance.imports.worker import ImportWorker
@@ -60,6 +65,7 @@ class Appliance:
         self.webhooks: WebhookDelivery | None = None
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._on_close: list[Callable[[], None]] = []
+        self.liveness: Liveness | None = None  # PostgreSQL: this process's lock (store.owner)
 
     @property
     def store(self) -> Store | PgStore:
@@ -75,15 +81,33 @@ class Appliance:
         """Whether the data is in PostgreSQL (``database_url``), not the data dir's file."""
         return bool(self.settings.database_url)
 
+    def singleton(self, name: str, step: Step) -> Step:
+        """``step`` as a loop that runs in one process at a time: on PostgreSQL, only in
+        the process that holds the advisory lock ``name`` (another takes over when it
+        dies); on SQLite, as it is (one server per data dir)."""
+        if not self.on_postgresql:
+            return step
+        lead = Singleton(name, self.settings.database_url)
+        self._on_close.append(lead.release)
+
+        async def leading() -> float | None:
+            if not await anyio.to_thread.run_sync(lead.try_lead):
+                return None  # another process leads: ask again after the interval
+            return await step()
+
+        return leading
+
     def open(self) -> Appliance:
         ensure_data_dir(self.settings)
         self._store = Store.open(self.settings)
         if self.on_postgresql:
             try:
                 install_postgresql_triggers(self._store, webhooks=self.settings.webhooks.configured)
+                self.liveness = Liveness(self.settings.database_url)
+                if not self.liveness.try_lead():
+                    raise StorageUnavailable("cannot take this process's lock on PostgreSQL")
             except BaseException:
-                self._store.close()
-                self._store = None
+                self.close()
                 raise
         return self
 
@@ -108,6 +132,9 @@ class Appliance:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self.liveness is not None:
+            self.liveness.release()
+            self.liveness = None
 
 
 def install_postgresql_triggers(store: Store | PgStore, *, webhooks: bool) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from appliance.store import dialect
 from appliance.store.connection import Connection
+from appliance.store.owner import OWNER, dead_owners
 
 ACTIVE_STATES = ("DRAFT", "RUNNING")
 # A rejected line is kept up to this many characters, with its full length beside it.
@@ -325,6 +326,28 @@ def next_runnable(conn: Connection) -> ImportJob | None:
         " WHERE j.state IN ('DRAFT', 'RUNNING') ORDER BY j.id LIMIT 1"
     ).fetchone()
     return None if row is None else _job(row)
+
+
+def claim_runnable(conn: Connection) -> ImportJob | None:
+    """Write unit, several processes on PostgreSQL: the oldest job with work that no
+    live process holds, now held by this one (``lease_owner``); a job this process
+    holds already is its own. A job whose holder died is taken over where its last
+    chunk left it (the chunk units stay guarded by ``processed``)."""
+    rows = [(int(r[0]), None if r[1] is None else str(r[1])) for r in conn.execute(
+        "SELECT id, lease_owner FROM import_jobs WHERE state IN ('DRAFT', 'RUNNING')"
+        " ORDER BY id")]
+    gone = dead_owners(conn, (owner for _, owner in rows))
+    for job_id, owner in rows:
+        if owner is not None and owner != OWNER and owner not in gone:
+            continue  # another process works on it
+        if owner != OWNER:
+            conn.execute("UPDATE import_jobs SET lease_owner = ? WHERE id = ?"
+                         " AND state IN ('DRAFT', 'RUNNING') AND lease_owner IS ?",
+                         (OWNER, job_id, owner))
+            if conn.changes() != 1:
+                continue  # taken by another process meanwhile
+        return get_job(conn, job_id)
+    return None
 
 
 def load_payload(conn: Connection, job_id: int) -> bytes | None:

@@ -25,6 +25,7 @@ from appliance.imports.import_job import (
     ImportJob,
     JobMoved,
     apply_parsed,
+    claim_runnable,
     fail_job,
     load_payload,
     next_runnable,
@@ -108,6 +109,8 @@ class ImportWorker:
         """Advance the oldest unfinished job for up to STEP_S; 0 when more work waits."""
         store = self.appliance.store
         job = await store.readers.run(next_runnable)
+        if job is not None and self.appliance.on_postgresql:  # several processes share it
+            job = await store.writer.run(claim_runnable)
         if job is None:
             self._forget()
             return None

@@ -44,8 +44,10 @@ from appliance.sending.campaigns import (
 )
 from appliance.sending.segments import Segmentation, segment
 from appliance.sending.windows import SendWindow
+from appliance.store import dialect
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
+from appliance.store.owner import OWNER, dead_owners
 
 # Backoff for transient failures: 2 s x 2^(attempt-1), capped, plus up to 25% jitter.
 BACKOFF_BASE_S = 2.0
@@ -355,11 +357,11 @@ def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int) -> list[
         marks = ",".join("?" * len(chunk))
         rows: list[Any] = conn.execute(
             "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, claimed_at = NULL,"
-            f" updated_at = ? WHERE id IN ({marks}) AND claimed_at IS NOT NULL"
+            f" lease_owner = ?, updated_at = ? WHERE id IN ({marks}) AND claimed_at IS NOT NULL"
             " AND state IN ('QUEUED', 'RETRY') AND (campaign_id IS NULL OR EXISTS"
             " (SELECT 1 FROM campaigns c WHERE c.id = messages.campaign_id"
             " AND c.state = 'RUNNING')) RETURNING id, attempts",
-            (now_ms, *chunk)).fetchall()
+            (OWNER, now_ms, *chunk)).fetchall()
         out += [replace(by_id[int(r[0])], attempts=int(r[1])) for r in rows]
     out.sort(key=lambda m: m.id)
     return out
@@ -579,7 +581,8 @@ def record_outcomes(
 
 def recover_interrupted(conn: Connection, provider: str, now_ms: int,
                         dedupes_on_ref: bool, reports_per_part: bool = False) -> int:
-    """Messages left ``SENDING`` by a crash (a write unit, run once at start).
+    """Messages left ``SENDING`` by a crash (a write unit, run at start; on PostgreSQL
+    also from time to time, for other processes' crashes).
 
     Messages that were only reserved were never sent: they are given back first and
     sent in their turn. A ``SENDING`` one was handed to the transport (at most the
@@ -587,13 +590,46 @@ def recover_interrupted(conn: Connection, provider: str, now_ms: int,
     got it, so it becomes ``UNCERTAIN`` (never resent) or, where the provider drops
     repeats of our ref, ``RETRY``. The parts it was sending become ``UNCERTAIN`` with it.
     Returns how many became ``UNCERTAIN`` (or ``RETRY``).
+
+    On PostgreSQL other processes may be sending right now: only the messages whose
+    ``lease_owner`` is gone (:func:`appliance.store.owner.dead_owners`) were interrupted.
     """
     release_claimed(conn, provider=provider)
+    return _interrupted(conn, provider, now_ms, dedupes_on_ref, reports_per_part)
+
+
+def recover_orphans(conn: Connection, provider: str, now_ms: int, dedupes_on_ref: bool,
+                    reports_per_part: bool = False) -> tuple[int, int]:
+    """Several processes on PostgreSQL (a write unit, run from time to time): give back
+    reservations older than :data:`RESERVATION_TTL_MS` (their process died, or waits
+    long: taking one again is safe, as :func:`mark_sending` takes a message once), and
+    settle what dead processes were sending, as :func:`recover_interrupted` does.
+    Returns (reservations given back, messages settled)."""
+    conn.execute("UPDATE messages SET claimed_at = NULL WHERE provider = ? AND claimed_at"
+                 " IS NOT NULL AND claimed_at <= ? AND state IN ('QUEUED', 'RETRY')",
+                 (provider, now_ms - RESERVATION_TTL_MS))
+    released = conn.changes()
+    return released, _interrupted(conn, provider, now_ms, dedupes_on_ref, reports_per_part)
+
+
+RESERVATION_TTL_MS = 60_000
+
+
+def _interrupted(conn: Connection, provider: str, now_ms: int, dedupes_on_ref: bool,
+                 reports_per_part: bool) -> int:
     state = "RETRY" if dedupes_on_ref else "UNCERTAIN"
+    holders = ""
+    held: tuple[str, ...] = ()
+    if dialect.of(conn).is_postgresql:  # several processes: only the dead ones' sends
+        held = tuple(sorted(dead_owners(conn, (str(r[0]) for r in conn.execute(
+            "SELECT DISTINCT lease_owner FROM messages WHERE state = 'SENDING'"
+            " AND provider = ? AND lease_owner IS NOT NULL", (provider,))))))
+        holders = f" AND (lease_owner IS NULL OR lease_owner IN ({','.join('?' * len(held))}))" \
+            if held else " AND lease_owner IS NULL"
     rows: list[Any] = conn.execute(
         "UPDATE messages SET state = ?, error = ?, updated_at = ?, next_attempt_at = ?"
-        " WHERE state = 'SENDING' AND provider = ? RETURNING id, ref, parts",
-        (state, INTERRUPTED, now_ms, now_ms, provider),
+        f" WHERE state = 'SENDING' AND provider = ?{holders} RETURNING id, ref, parts",
+        (state, INTERRUPTED, now_ms, now_ms, provider, *held),
     ).fetchall()
     refs = [str(r[1]) for r in rows]
     if rows and not dedupes_on_ref:
