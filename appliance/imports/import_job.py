@@ -19,6 +19,7 @@ from typing import Any
 from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.owner import OWNER, dead_owners
+from appliance.store.singleton import one_at_a_time
 
 ACTIVE_STATES = ("DRAFT", "RUNNING")
 # A rejected line is kept up to this many characters, with its full length beside it.
@@ -370,6 +371,7 @@ def apply_parsed(conn: Connection, chunk: Any, now_ms: int) -> ImportJob:
         raise JobMoved(f"job {chunk.job_id} is not at line {chunk.from_processed}")
     contacts: list[tuple[str, str | None]] = chunk.contacts
     repeats: list[int] = chunk.repeats
+    one_at_a_time(conn, f"list:{job.list_id}")  # beside a campaign made from this list
     before = conn.total_changes()  # contacts has no trigger: these are the rows inserted
     conn.executemany(
         "INSERT INTO contacts (list_id, msisdn, name, job_id, created_at)"

@@ -33,6 +33,7 @@ from appliance.sending.segments import Segmentation, segment
 from appliance.sending.windows import SendWindow, window_of
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
+from appliance.store.singleton import one_at_a_time
 
 EXPANSION_CHUNK = 2000
 # Messages still to be sent (or being sent): a campaign with any is not done.
@@ -306,6 +307,9 @@ def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
             )
         return found, False
     through = 2**62 if through_contact_id is None else through_contact_id
+    # Ids are not in commit order across processes: wait for the list's chunks being
+    # committed elsewhere, so that "up to the largest id" is the list as it is.
+    one_at_a_time(conn, f"list:{list_id}")
     row: Any = conn.execute(
         "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM contacts WHERE list_id = ? AND id <= ?",
         (list_id, through)).fetchone()

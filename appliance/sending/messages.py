@@ -203,7 +203,8 @@ NORMAL_SINGLES = Lane(PRIORITY_NORMAL, None)
 def _reserve(conn: Connection, provider: str, lane: Lane, now_ms: int, stamp: int,
              limit: int) -> list[int]:
     """Reserve up to ``limit`` due messages of one lane: ``RETRY`` first, then
-    ``QUEUED``, each oldest first (a write unit's part)."""
+    ``QUEUED``, each oldest first (a write unit's part). On PostgreSQL the rows another
+    process is reserving are passed over (``SKIP LOCKED``)."""
     ids: list[int] = []
     camp = "campaign_id IS NULL" if lane.campaign_id is None else "campaign_id = ?"
     lane_args: tuple[Any, ...] = () if lane.campaign_id is None else (lane.campaign_id,)
@@ -213,7 +214,7 @@ def _reserve(conn: Connection, provider: str, lane: Lane, now_ms: int, stamp: in
         ids += [int(r[0]) for r in conn.execute(
             f"SELECT id FROM messages WHERE {_WAITING} AND state = ? AND provider = ?"
             f" AND priority = ? AND {camp} AND next_attempt_at <= ?"
-            " ORDER BY next_attempt_at LIMIT ?",
+            f" ORDER BY next_attempt_at LIMIT ?{dialect.of(conn).skip_locked}",
             (state, provider, lane.priority, *lane_args, now_ms, limit - len(ids)))]
     for chunk in _chunks(ids):
         conn.execute(f"UPDATE messages SET claimed_at = ? WHERE id IN"
