@@ -217,8 +217,8 @@ def _reserve(conn: Connection, provider: str, lane: Lane, now_ms: int, stamp: in
             f" ORDER BY next_attempt_at LIMIT ?{dialect.of(conn).skip_locked}",
             (state, provider, lane.priority, *lane_args, now_ms, limit - len(ids)))]
     for chunk in _chunks(ids):
-        conn.execute(f"UPDATE messages SET claimed_at = ? WHERE id IN"
-                     f" ({','.join('?' * len(chunk))})", (stamp, *chunk))
+        conn.execute(f"UPDATE messages SET claimed_at = ?, lease_owner = ? WHERE id IN"
+                     f" ({','.join('?' * len(chunk))})", (stamp, OWNER, *chunk))
     return ids
 
 
@@ -602,13 +602,17 @@ def recover_interrupted(conn: Connection, provider: str, now_ms: int,
 def recover_orphans(conn: Connection, provider: str, now_ms: int, dedupes_on_ref: bool,
                     reports_per_part: bool = False) -> tuple[int, int]:
     """Several processes on PostgreSQL (a write unit, run from time to time): give back
-    reservations older than :data:`RESERVATION_TTL_MS` (their process died, or waits
-    long: taking one again is safe, as :func:`mark_sending` takes a message once), and
-    settle what dead processes were sending, as :func:`recover_interrupted` does.
+    the reservations of dead processes and any older than :data:`RESERVATION_TTL_MS`
+    (taking one again is safe: :func:`mark_sending` takes a message once), and settle
+    what dead processes were sending, as :func:`recover_interrupted` does.
     Returns (reservations given back, messages settled)."""
+    gone = tuple(sorted(dead_owners(conn, (str(r[0]) for r in conn.execute(
+        "SELECT DISTINCT lease_owner FROM messages WHERE provider = ? AND claimed_at IS NOT"
+        " NULL AND state IN ('QUEUED', 'RETRY') AND lease_owner IS NOT NULL", (provider,))))))
+    whose = f" OR lease_owner IN ({','.join('?' * len(gone))})" if gone else ""
     conn.execute("UPDATE messages SET claimed_at = NULL WHERE provider = ? AND claimed_at"
-                 " IS NOT NULL AND claimed_at <= ? AND state IN ('QUEUED', 'RETRY')",
-                 (provider, now_ms - RESERVATION_TTL_MS))
+                 f" IS NOT NULL AND state IN ('QUEUED', 'RETRY') AND (claimed_at <= ?{whose})",
+                 (provider, now_ms - RESERVATION_TTL_MS, *gone))
     released = conn.changes()
     return released, _interrupted(conn, provider, now_ms, dedupes_on_ref, reports_per_part)
 
