@@ -103,7 +103,7 @@ def test_two_processes_one_killed_exact_table_nothing_twice_every_receipt_applie
             def settled() -> bool:
                 left = db_rows(dirs[0], "SELECT count(*) FROM messages WHERE state IN"
                                f" ({','.join('?' * len(OPEN))})", OPEN)[0][0]
-                return left == 0 and sim.stats()["pending_reports"] == 0
+                return bool(left == 0 and sim.stats()["pending_reports"] == 0)
 
             wait_for(settled, 180, interval=0.2, message="every message sent or settled")
     finally:
