@@ -106,10 +106,10 @@ def test_two_processes_one_killed_exact_table_nothing_twice_every_receipt_applie
                 return bool(left == 0 and sim.stats()["pending_reports"] == 0)
 
             wait_for(settled, 180, interval=0.2, message="every message sent or settled")
+        stats = sim.stats()
     finally:
         for s in servers.values():
             s.stop()
-        stats = sim.stats()
         sim.stop()
 
     # The import: exact, though its parser died with its process mid-way.
