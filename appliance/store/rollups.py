@@ -69,14 +69,15 @@ def _add(conn: Connection, table_key: tuple[Any, ...], delta: int) -> None:
     if table_key[0] == "row":
         _, name, key = table_key
         conn.execute("INSERT INTO row_counts (name, key, n) VALUES (?, ?, ?)"
-                     " ON CONFLICT (name, key) DO UPDATE SET n = n + excluded.n",
+                     " ON CONFLICT (name, key) DO UPDATE SET n = row_counts.n + excluded.n",
                      (name, key, delta))
         return
     _, account_id, minute, state = table_key
     if delta > 0:
         conn.execute("INSERT INTO message_counts (account_id, minute, state, n)"
                      " VALUES (?, ?, ?, ?) ON CONFLICT (account_id, minute, state)"
-                     " DO UPDATE SET n = n + excluded.n", (account_id, minute, state, delta))
+                     " DO UPDATE SET n = message_counts.n + excluded.n",
+                     (account_id, minute, state, delta))
         return
     conn.execute("UPDATE message_counts SET n = n + ? WHERE account_id = ? AND minute = ?"
                  " AND state = ?", (delta, account_id, minute, state))
