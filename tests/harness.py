@@ -73,6 +73,27 @@ def db_rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[
         conn.close()
 
 
+def db_read(data_dir: Path, fn: Callable[[Any], T]) -> T:
+    """``fn(conn)`` in one read snapshot of the store the test's appliance uses."""
+    url = database_url()
+    if url:
+        from appliance.store import pg_store
+        from appliance.store.pg import PgConnection
+
+        pg = PgConnection.connect(url)
+        try:
+            return pg_store.in_snapshot(pg, fn)
+        finally:
+            pg.close()
+    import apsw
+
+    conn = apsw.Connection(str(data_dir / "appliance.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return fn(conn)
+    finally:
+        conn.close()
+
+
 def kept_counts_or_xfail(store: object = None) -> None:
     """Before asserting a figure read from the kept counts (``store.rollups``), of the
     test's appliance processes or of ``store``: on PostgreSQL they are kept by
