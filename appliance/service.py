@@ -13,7 +13,6 @@ The parts that others read from have typed homes here (``providers``, ``sender``
 
 from __future__ import annotations
 
-import functools
 import importlib
 import logging
 from collections.abc import Awaitable, Callable
@@ -26,9 +25,10 @@ from appliance.config import ConfigError, Settings, ensure_data_dir
 from appliance.providers.registry import Providers
 from appliance.scheduler import Scheduler, Step
 from appliance.store import Store
+from appliance.store.connection import Connection
 from appliance.store.errors import StorageUnavailable
 from appliance.store.owner import Liveness
-from appliance.store.singleton import Singleton
+from appliance.store.singleton import Singleton, one_at_a_time
 
 if TYPE_CHECKING:
     from appliance.imports.worker import ImportWorker
@@ -150,4 +150,9 @@ def install_postgresql_triggers(store: Store | PgStore, *, webhooks: bool) -> No
             raise ConfigError(POSTGRESQL_WITHOUT_TRIGGERS) from None
         log.error(POSTGRESQL_WITHOUT_COUNTS)
         return
-    store.writer.call(functools.partial(pg_triggers.install, webhooks=webhooks))
+
+    def unit(conn: Connection) -> None:
+        one_at_a_time(conn, "pg_triggers")  # processes starting together: one at a time
+        pg_triggers.install(conn, webhooks=webhooks)
+
+    store.writer.call(unit)

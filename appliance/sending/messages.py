@@ -373,7 +373,9 @@ def release_claimed(conn: Connection, ids: list[int] | None = None,
     """Give reserved messages back, unsent (a write unit): these ``ids``, or every one of
     ``provider`` (at start, after a crash). They are claimed again in their turn."""
     released = 0
-    if provider is not None:
+    if provider is not None and dialect.of(conn).is_postgresql:
+        released += _release_orphaned(conn, provider, None)  # not live processes' own
+    elif provider is not None:
         conn.execute(release_claimed_sql(False), (provider,))
         released += conn.changes()
     for chunk in _chunks(ids or []):
@@ -606,18 +608,26 @@ def recover_orphans(conn: Connection, provider: str, now_ms: int, dedupes_on_ref
     (taking one again is safe: :func:`mark_sending` takes a message once), and settle
     what dead processes were sending, as :func:`recover_interrupted` does.
     Returns (reservations given back, messages settled)."""
-    gone = tuple(sorted(dead_owners(conn, (str(r[0]) for r in conn.execute(
-        "SELECT DISTINCT lease_owner FROM messages WHERE provider = ? AND claimed_at IS NOT"
-        " NULL AND state IN ('QUEUED', 'RETRY') AND lease_owner IS NOT NULL", (provider,))))))
-    whose = f" OR lease_owner IN ({','.join('?' * len(gone))})" if gone else ""
-    conn.execute("UPDATE messages SET claimed_at = NULL WHERE provider = ? AND claimed_at"
-                 f" IS NOT NULL AND state IN ('QUEUED', 'RETRY') AND (claimed_at <= ?{whose})",
-                 (provider, now_ms - RESERVATION_TTL_MS, *gone))
-    released = conn.changes()
+    released = _release_orphaned(conn, provider, now_ms - RESERVATION_TTL_MS)
     return released, _interrupted(conn, provider, now_ms, dedupes_on_ref, reports_per_part)
 
 
 RESERVATION_TTL_MS = 60_000
+
+
+def _release_orphaned(conn: Connection, provider: str, reserved_before: int | None) -> int:
+    """Give back the reservations of ``provider`` made by processes that are gone (or by
+    none), and those made before ``reserved_before`` when given."""
+    gone = tuple(sorted(dead_owners(conn, (str(r[0]) for r in conn.execute(
+        "SELECT DISTINCT lease_owner FROM messages WHERE provider = ? AND claimed_at IS NOT"
+        " NULL AND state IN ('QUEUED', 'RETRY') AND lease_owner IS NOT NULL", (provider,))))))
+    whose = "lease_owner IS NULL" + (
+        f" OR lease_owner IN ({','.join('?' * len(gone))})" if gone else "")
+    older = "" if reserved_before is None else " OR claimed_at <= ?"
+    conn.execute("UPDATE messages SET claimed_at = NULL WHERE provider = ? AND claimed_at"
+                 f" IS NOT NULL AND state IN ('QUEUED', 'RETRY') AND ({whose}{older})",
+                 (provider, *gone, *(() if reserved_before is None else (reserved_before,))))
+    return conn.changes()
 
 
 def _interrupted(conn: Connection, provider: str, now_ms: int, dedupes_on_ref: bool,
