@@ -3,6 +3,8 @@ the others, a dead process's are taken over at once."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from appliance.imports.import_job import claim_runnable
 from appliance.sending.messages import recover_interrupted, recover_orphans
 from appliance.store.connection import Connection
@@ -36,10 +38,12 @@ def test_only_a_dead_processs_sends_become_uncertain(pg_store: PgStore, pg_url: 
     acct = pg_store.writer.call(add_account)
     alive = holding(pg_url, "host:1:alive")
     try:
+        def sending(conn: Connection, ref: str, owner: str | None) -> None:
+            add_message(conn, acct, ref, state="SENDING", submitted_at=None)
+            conn.execute("UPDATE messages SET lease_owner = ? WHERE ref = ?", (owner, ref))
+
         for ref, owner in (("live", "host:1:alive"), ("dead", "host:2:gone"), ("old", None)):
-            pg_store.writer.call(lambda c, r=ref, o=owner: (
-                add_message(c, acct, r, state="SENDING", submitted_at=None),
-                c.execute("UPDATE messages SET lease_owner = ? WHERE ref = ?", (o, r))))
+            pg_store.writer.call(partial(sending, ref=ref, owner=owner))
         pg_store.writer.call(lambda c: add_message(c, acct, "waits", state="QUEUED"))
         pg_store.writer.call(lambda c: c.execute(
             "UPDATE messages SET claimed_at = ?, lease_owner = 'host:2:gone' WHERE ref = 'waits'",
