@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from appliance.providers import ParsedReport
+from appliance.store import dialect
 from appliance.store.connection import Connection
 
 # DLR-4: seconds before the next match attempt, by attempts already made.
@@ -143,11 +144,14 @@ def defer(conn: Connection, row: Waiting, now_ms: int) -> int:
     return due
 
 
-def due_rows(conn: Connection, now_ms: int, limit: int) -> list[Waiting]:
-    """Waiting rows whose next attempt is due, oldest due first."""
+def due_rows(conn: Connection, now_ms: int, limit: int, claim: bool = False) -> list[Waiting]:
+    """Waiting rows whose next attempt is due, oldest due first. ``claim`` (in the write
+    unit that settles them): on PostgreSQL, locked to this unit and passed over by
+    another process's reconciler (``SKIP LOCKED``), so two never settle the same row."""
+    lock = dialect.of(conn).skip_locked if claim else ""
     return [waiting_from_row(r) for r in conn.execute(
         "SELECT " + WAITING_COLUMNS + " FROM report_inbox"
-        " WHERE applied_at IS NULL AND next_try_at <= ? ORDER BY next_try_at LIMIT ?",
+        f" WHERE applied_at IS NULL AND next_try_at <= ? ORDER BY next_try_at LIMIT ?{lock}",
         (now_ms, limit))]
 
 
