@@ -145,7 +145,9 @@ def install_postgresql_triggers(store: Store | PgStore, *, webhooks: bool) -> No
     then not kept, which the log says at every start."""
     try:
         pg_triggers = importlib.import_module("appliance.store.pg_triggers")
-    except ModuleNotFoundError:
+    except ModuleNotFoundError as exc:
+        if exc.name != "appliance.store.pg_triggers":
+            raise  # the module is there, something it imports is not
         if webhooks:
             raise ConfigError(POSTGRESQL_WITHOUT_TRIGGERS) from None
         log.error(POSTGRESQL_WITHOUT_COUNTS)
