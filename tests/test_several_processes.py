@@ -35,7 +35,7 @@ chunk_lines = 1000
 [providers.sim]
 kind = "simulator"
 base_url = "{sim.url}"
-rate_per_s = 400
+rate_per_s = 100
 concurrency = 8
 """)
     return path
@@ -67,26 +67,25 @@ def test_two_processes_one_killed_exact_table_nothing_twice_every_receipt_applie
                                json={"list": "camp", "text": "\n".join(numbers)}).json()
             wait_for(lambda: job(api_b, first["jobId"])["state"] == "DONE", 60,
                      message="the campaign's list")
+            made = api_b.post("/api/campaigns", json={"list": "camp", "body": "two"})
+            assert made.status_code in (200, 201, 202), made.text
+            wait_for(lambda: sim.stats()["submissions"] >= CAMPAIGN // 10, 60,
+                     message="the campaign under way")
             corpus = make_corpus(IMPORT_LINES, seed=32)
             big = api_a.post("/api/contacts/import", json={"list": "big",
                                                            "text": corpus.text()})
             assert big.status_code == 202, big.text
             big_id = int(big.json()["jobId"])
-            made = api_b.post("/api/campaigns", json={"list": "camp", "body": "two"})
-            assert made.status_code in (200, 201, 202), made.text
 
-            # Kill the process that holds the import, once it and the campaign are under way.
+            # Kill the process that holds the import once it is under way, mid-campaign.
             def holder() -> str | None:
                 owner = db_rows(dirs[0], "SELECT lease_owner FROM import_jobs WHERE id = ?",
                                 (big_id,))[0][0]
                 processed = job(api_b, big_id)["processed"]
-                sent = sim.stats()["submissions"]
-                if owner and 4_000 <= processed < IMPORT_LINES and sent >= CAMPAIGN // 5:
-                    return str(owner)
-                return None
+                return str(owner) if owner and 3_000 <= processed < IMPORT_LINES else None
 
-            owner = wait_for(holder, 120, interval=0.01,
-                             message="the import and the campaign under way")
+            owner = wait_for(holder, 120, interval=0.01, message="the import under way")
+            assert sim.stats()["submissions"] < CAMPAIGN, "the campaign was over already"
             pid = int(owner.split(":")[1])
             victim = next(n for n, s in servers.items() if s.proc and s.proc.pid == pid)
             servers[victim].kill9()
@@ -103,7 +102,11 @@ def test_two_processes_one_killed_exact_table_nothing_twice_every_receipt_applie
             def settled() -> bool:
                 left = db_rows(dirs[0], "SELECT count(*) FROM messages WHERE state IN"
                                f" ({','.join('?' * len(OPEN))})", OPEN)[0][0]
-                return bool(left == 0 and sim.stats()["pending_reports"] == 0)
+                # A receipt taken by one process while the other was recording its
+                # message's submission waits for the reconciler's next try (1 s, 5 s...).
+                waiting = db_rows(dirs[0], "SELECT count(*) FROM report_inbox"
+                                  " WHERE applied_at IS NULL")[0][0]
+                return bool(left == 0 == waiting and sim.stats()["pending_reports"] == 0)
 
             wait_for(settled, 180, interval=0.2, message="every message sent or settled")
         stats = sim.stats()

@@ -41,6 +41,7 @@ from appliance.optout.keywords import Keywords
 from appliance.providers.base import InboundMessage
 from appliance.reports.inbox import RawCallback
 from appliance.store.connection import Connection
+from appliance.store.errors import STORAGE_ERRORS
 
 MISSING_PART: Final = "[…]"
 SMPP_CONTENT_TYPE: Final = "application/vnd.smpp.deliver-sm"
@@ -236,6 +237,8 @@ def receive_request(conn: Connection, rules: InboundRules, raw: RawCallback,
     try:
         for msg in messages:
             receipt.results.append(file_message(conn, rules, raw.provider, msg, raw_id, now_ms))
+    except STORAGE_ERRORS:
+        raise  # not the request's fault: the unit fails, the caller answers 503
     except Exception as exc:  # keep the raw request whatever filing does
         conn.execute("ROLLBACK TO file_inbound")
         conn.execute("RELEASE file_inbound")

@@ -53,6 +53,7 @@ from appliance.reports.states import (
     is_final,
 )
 from appliance.store.connection import Connection
+from appliance.store.errors import STORAGE_ERRORS
 
 _IN_CHUNK = 500
 # A part row in this state was never taken by the provider: no report is about it.
@@ -236,7 +237,9 @@ def receive(conn: Connection, raw: RawCallback, reports: Sequence[InboxReport],
 
     The raw row is written first; the interpretation runs under its own savepoint, so
     a report that cannot be filed or applied leaves the raw callback stored (marked
-    unparsed, with the reason) and the caller still answers ``2xx``.
+    unparsed, with the reason) and the caller still answers ``2xx``. A storage error
+    (on PostgreSQL also a deadlock with another process) fails the whole unit instead:
+    nothing is stored, the caller answers ``503`` and the provider sends it again.
     """
     raw_id = store_raw(conn, raw, now_ms, parsed=parse_error is None, error=parse_error)
     receipt = Receipt(raw_id, error=parse_error)
@@ -254,6 +257,10 @@ def receive(conn: Connection, raw: RawCallback, reports: Sequence[InboxReport],
             receipt.outcomes[verdict.value] = receipt.outcomes.get(verdict.value, 0) + 1
             if verdict is Verdict.WAIT:
                 receipt.waiting.append(report.ref or f"{report.provider}:{report.provider_msg_id}")
+    except STORAGE_ERRORS:
+        # Not the report's fault (a lost connection, another process's lock): the whole
+        # unit fails, so the caller answers 503 and the provider sends it again.
+        raise
     except Exception as exc:  # keep the raw callback whatever interpretation does
         conn.execute("ROLLBACK TO interpret")
         conn.execute("RELEASE interpret")
