@@ -26,7 +26,6 @@ def states_by_ref(data: Path, campaign_id: int) -> dict[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("backend")
 def test_kill9_at_full_rate_five_times_leaves_at_most_the_in_flight_uncertain(
         tmp_path: Path) -> None:
     sim = SimulatorProcess(tmp_path, "--silent-rate", "1").start()
