@@ -89,6 +89,7 @@ CREATE TABLE import_jobs (
     updated_at         INTEGER NOT NULL,
     payload_pruned_at  INTEGER,
     rerun_of           INTEGER,  -- IMP-11: the job whose stored payload this one parses again
+    lease_owner        TEXT,  -- SCALE-1: the process parsing it (store/owner.py)
     UNIQUE (account_id, idempotency_key)
 );
 CREATE INDEX import_jobs_state ON import_jobs (state);
@@ -163,6 +164,7 @@ CREATE TABLE messages (
     priority          INTEGER NOT NULL DEFAULT 0,  -- OPS-1: 0 high (single messages), 1 normal (campaigns)
     claimed_at        INTEGER,  -- OPS-6: reserved by the sender (still QUEUED/RETRY, nothing sent); NULL otherwise
     counted_state     TEXT,  -- the state message_counts counts it under; NULL: not yet
+    lease_owner       TEXT,  -- SCALE-1: the process that marked it SENDING (store/owner.py)
     UNIQUE (account_id, idempotency_key),
     UNIQUE (campaign_id, msisdn)
 );

@@ -18,7 +18,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
+from appliance.store.connection import Connection
 
 KEY_PREFIX = "apl_"
 SHOWN_PREFIX = 8  # characters of a key kept in clear to recognise it by
@@ -64,7 +64,7 @@ def new_key() -> str:
     return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
-def ensure_account(conn: apsw.Connection, name: str, now_ms: int) -> Account:
+def ensure_account(conn: Connection, name: str, now_ms: int) -> Account:
     """The account called ``name``, created if missing (a write unit)."""
     conn.execute(
         "INSERT INTO accounts (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
@@ -75,7 +75,7 @@ def ensure_account(conn: apsw.Connection, name: str, now_ms: int) -> Account:
     return Account(int(row[0]), str(row[1]))
 
 
-def create_account(conn: apsw.Connection, name: str, now_ms: int) -> tuple[Account, str]:
+def create_account(conn: Connection, name: str, now_ms: int) -> tuple[Account, str]:
     """Create an account and its first key; returns the key in clear (a write unit)."""
     name = name.strip()
     if not name or len(name) > 100:
@@ -87,7 +87,7 @@ def create_account(conn: apsw.Connection, name: str, now_ms: int) -> tuple[Accou
     return account, add_key(conn, account.id, now_ms)
 
 
-def add_key(conn: apsw.Connection, account_id: int, now_ms: int) -> str:
+def add_key(conn: Connection, account_id: int, now_ms: int) -> str:
     key = new_key()
     conn.execute(
         "INSERT INTO api_keys (account_id, key_hash, prefix, created_at) VALUES (?, ?, ?, ?)",
@@ -96,7 +96,7 @@ def add_key(conn: apsw.Connection, account_id: int, now_ms: int) -> str:
     return key
 
 
-def account_for_key(conn: apsw.Connection, key: str) -> Account | None:
+def account_for_key(conn: Connection, key: str) -> Account | None:
     """The account a presented key belongs to, or None (a read unit)."""
     wanted = hash_key(key)
     row = conn.execute(
@@ -109,17 +109,17 @@ def account_for_key(conn: apsw.Connection, key: str) -> Account | None:
     return Account(int(row[0]), str(row[1]))
 
 
-def find_account(conn: apsw.Connection, name: str) -> Account | None:
+def find_account(conn: Connection, name: str) -> Account | None:
     row = conn.execute("SELECT id, name FROM accounts WHERE name = ?", (name,)).fetchone()
     return None if row is None else Account(int(row[0]), str(row[1]))
 
 
-def list_accounts(conn: apsw.Connection) -> list[Account]:
+def list_accounts(conn: Connection) -> list[Account]:
     return [Account(int(r[0]), str(r[1]))
             for r in conn.execute("SELECT id, name FROM accounts ORDER BY name")]
 
 
-def choose_account(conn: apsw.Connection, name: str | None = None,
+def choose_account(conn: Connection, name: str | None = None,
                    key: str | None = None) -> Account:
     """The account a command acts for (a read unit): the one named, the one the key
     belongs to, or the only one there is. Raises :class:`AccountChoice` otherwise."""
@@ -156,19 +156,19 @@ def _key(row: Any) -> ApiKey:
     return ApiKey(int(row[0]), int(row[1]), str(row[2]), str(row[3]), int(row[4]), row[5])
 
 
-def list_keys(conn: apsw.Connection, account_id: int) -> list[ApiKey]:
+def list_keys(conn: Connection, account_id: int) -> list[ApiKey]:
     """The account's keys, newest first, revoked ones too (a read unit)."""
     return [_key(r) for r in conn.execute(
         f"SELECT {_KEY_COLUMNS} WHERE k.account_id = ? ORDER BY k.id DESC", (account_id,))]
 
 
-def get_key(conn: apsw.Connection, key_id: int, account_id: int) -> ApiKey | None:
+def get_key(conn: Connection, key_id: int, account_id: int) -> ApiKey | None:
     row = conn.execute(f"SELECT {_KEY_COLUMNS} WHERE k.id = ? AND k.account_id = ?",
                        (key_id, account_id)).fetchone()
     return None if row is None else _key(row)
 
 
-def find_key(conn: apsw.Connection, given: str, account_id: int | None = None) -> ApiKey:
+def find_key(conn: Connection, given: str, account_id: int | None = None) -> ApiKey:
     """The one key ``given`` designates: the whole key, or its prefix as listed (a read
     unit). Raises :class:`KeyChoice` when none or several match."""
     given = given.strip()
@@ -198,7 +198,7 @@ def find_key(conn: apsw.Connection, given: str, account_id: int | None = None) -
     return active[0]
 
 
-def revoke_key(conn: apsw.Connection, key_id: int, now_ms: int) -> bool:
+def revoke_key(conn: Connection, key_id: int, now_ms: int) -> bool:
     """Revoke a key (a write unit); False when it was revoked already."""
     conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                  (now_ms, key_id))

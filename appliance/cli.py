@@ -56,7 +56,8 @@ def fail(message: str) -> None:
 @click.group(context_settings=CONTEXT)
 @click.version_option(__version__, "--version", prog_name="appliance")
 def main() -> None:
-    """A bulk-messaging appliance: one executable over one SQLite file."""
+    """A bulk-messaging appliance: one executable over one SQLite file (or, with
+    database_url, a PostgreSQL database that several serve processes share)."""
 
 
 @main.command()
@@ -74,20 +75,27 @@ def serve(data_dir: str | None, config_file: str | None, host: str | None,
 
 def run_guarded(fn: Any) -> None:
     from appliance.server import PortInUse
+    from appliance.store.errors import STORE_ERRORS
+    from appliance.store.pg_schema import NotAnApplianceDatabase
 
     try:
         fn()
     except ConfigError as exc:
         raise ConfigProblem(f"config: {exc}") from None
-    except (DataDirLocked, SchemaTooNew, PortInUse) as exc:
+    except (DataDirLocked, SchemaTooNew, PortInUse, NotAnApplianceDatabase) as exc:
         fail(str(exc))
+    except STORE_ERRORS as exc:  # the database cannot be reached or opened at start
+        fail(f"the database: {exc}")
 
 
 @main.command()
 @data_dir_option
 @click.argument("dest", type=click.Path(dir_okay=False))
 def backup(data_dir: str | None, config_file: str | None, dest: str) -> None:
-    """Write a verified copy of the database to DEST; works while serve runs."""
+    """Write a verified copy of the database to DEST; works while serve runs.
+
+    SQLite only: with database_url set, backups are PostgreSQL's own (pg_dump, base
+    backups with WAL archiving; see docs/operations.md)."""
     from appliance.ops.cli_ops import run_backup
 
     run_backup(settings_from(data_dir, config_file), Path(dest))
@@ -97,7 +105,9 @@ def backup(data_dir: str | None, config_file: str | None, dest: str) -> None:
 @data_dir_option
 @click.argument("src", type=click.Path(dir_okay=False))
 def restore(data_dir: str | None, config_file: str | None, src: str) -> None:
-    """Restore the backup SRC into the data dir (the server must be stopped)."""
+    """Restore the backup SRC into the data dir (the server must be stopped).
+
+    SQLite only: refused with database_url set (pg_restore restores PostgreSQL)."""
     from appliance.ops.cli_ops import run_restore
 
     run_restore(settings_from(data_dir, config_file), Path(src))

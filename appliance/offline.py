@@ -2,7 +2,8 @@
 
 When no server holds the data dir, the command takes the lock for its duration, so a
 server cannot start halfway through; when one does, the command works through the
-same database (the server's writer and the command's are serialised by SQLite).
+same database (the server's writer and the command's are serialised by SQLite, or
+by PostgreSQL's row locks when ``database_url`` names one).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import click
 
 from appliance.config import ConfigError, Settings, ensure_data_dir
-from appliance.service import SERVES_SQLITE_ONLY, Appliance
+from appliance.service import Appliance
+from appliance.store.errors import STORE_ERRORS
 from appliance.store.lock import DataDirLock, DataDirLocked
+from appliance.store.pg_schema import NotAnApplianceDatabase
 from appliance.store.schema import SchemaTooNew
 
 
@@ -23,8 +26,6 @@ class OfflineAppliance:
     """``with OfflineAppliance(settings) as appliance:`` for one CLI command."""
 
     def __init__(self, settings: Settings) -> None:
-        if settings.database_url:
-            fail(SERVES_SQLITE_ONLY)
         try:
             ensure_data_dir(settings)
         except ConfigError as exc:
@@ -38,9 +39,12 @@ class OfflineAppliance:
                 self.server_running = True
         try:
             self.appliance = Appliance(settings).open()
-        except SchemaTooNew as exc:
+        except (SchemaTooNew, NotAnApplianceDatabase) as exc:
             self.lock.release()
             fail(str(exc))
+        except STORE_ERRORS as exc:  # PostgreSQL cannot be reached, or refused the schema
+            self.lock.release()
+            fail(f"the database: {exc}")
 
     def __enter__(self) -> Appliance:
         return self.appliance

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import apsw
-
 from appliance.config import Settings
 from appliance.inbound.store import prune_raw as prune_raw_inbound
 from appliance.reports.pruning import prune_inbox, prune_raw_reports
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 from appliance.webhooks.outbox import prune_delivered as prune_webhook_events
 
 DAY_MS = 86_400_000
@@ -33,11 +32,11 @@ LOOP = "retention"
 class Rule:
     name: str
     # (connection, cutoff_ms, batch, now_ms) -> rows removed
-    prune: Callable[[apsw.Connection, int, int, int], int]
+    prune: Callable[[Connection, int, int, int], int]
     age_days: Callable[[Settings], float]
 
 
-def _prune_payloads(conn: apsw.Connection, cutoff: int, batch: int, now: int) -> int:
+def _prune_payloads(conn: Connection, cutoff: int, batch: int, now: int) -> int:
     ids = [r[0] for r in conn.execute(
         "SELECT p.job_id FROM import_payloads p JOIN import_jobs j ON j.id = p.job_id"
         " WHERE p.received_at < ? AND j.state NOT IN ('DRAFT', 'RUNNING') LIMIT ?",
@@ -49,7 +48,7 @@ def _prune_payloads(conn: apsw.Connection, cutoff: int, batch: int, now: int) ->
     return len(ids)
 
 
-def _prune_jobs(conn: apsw.Connection, cutoff: int, batch: int, now: int) -> int:
+def _prune_jobs(conn: Connection, cutoff: int, batch: int, now: int) -> int:
     ids = [r[0] for r in conn.execute(
         "SELECT id FROM import_jobs WHERE finished_at IS NOT NULL AND finished_at < ?"
         " AND state NOT IN ('DRAFT', 'RUNNING') LIMIT ?", (cutoff, batch))]
@@ -62,7 +61,7 @@ def _prune_jobs(conn: apsw.Connection, cutoff: int, batch: int, now: int) -> int
     return removed
 
 
-def _deleted_list_contacts(conn: apsw.Connection, cutoff: int, batch: int, now: int) -> int:
+def _deleted_list_contacts(conn: Connection, cutoff: int, batch: int, now: int) -> int:
     from appliance.imports.contact_lists import delete_some_contacts
 
     ids: list[Any] = conn.execute(
@@ -86,7 +85,7 @@ RULES: list[Rule] = [
 ]
 
 
-def _prune(rule: Rule, cutoff: int, batch: int, now: int, conn: apsw.Connection) -> int:
+def _prune(rule: Rule, cutoff: int, batch: int, now: int, conn: Connection) -> int:
     return rule.prune(conn, cutoff, batch, now)
 
 
@@ -110,4 +109,4 @@ class Retention:
 
 def install(appliance: Appliance) -> None:
     retention = Retention(appliance)
-    appliance.scheduler.add(LOOP, retention.step, interval_s=60.0)
+    appliance.scheduler.add(LOOP, appliance.singleton(LOOP, retention.step), interval_s=60.0)

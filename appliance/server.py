@@ -38,7 +38,7 @@ from appliance.logs import setup_logging
 from appliance.ops import install as ops
 from appliance.ops.restore import pending_restore
 from appliance.reports import loops as report_loops
-from appliance.sending import sender
+from appliance.sending import orphans, sender
 from appliance.service import Appliance
 from appliance.smpp import lifecycle as smpp_sessions
 from appliance.store.lock import DataDirLock, DataDirLocked
@@ -156,6 +156,7 @@ def assemble(appliance: Appliance) -> None:
     report_loops.install(appliance)
     retention.install(appliance)
     sender.install(appliance)
+    orphans.install(appliance)
     smpp_sessions.install(appliance)
     webhooks.install(appliance)
     ops.install(appliance)

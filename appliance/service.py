@@ -13,40 +13,48 @@ The parts that others read from have typed homes here (``providers``, ``sender``
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
+
 from appliance.clock import Clock
 from appliance.config import ConfigError, Settings, ensure_data_dir
 from appliance.providers.registry import Providers
-from appliance.scheduler import Scheduler
+from appliance.scheduler import Scheduler, Step
 from appliance.store import Store
+from appliance.store.connection import Connection
+from appliance.store.errors import StorageUnavailable
+from appliance.store.owner import Liveness
+from appliance.store.singleton import Singleton, one_at_a_time
 
 if TYPE_CHECKING:
     from appliance.imports.worker import ImportWorker
     from appliance.ops.metrics import Metrics
     from appliance.sending.sender import Sender
     from appliance.smpp.lifecycle import SmppSessions
+    from appliance.store.pg_store import PgStore
     from appliance.web.bodies import BodyBudget
     from appliance.web.pages.sign_in_guard import SignInGuard
     from appliance.webhooks.delivery import WebhookDelivery
 
 log = logging.getLogger("appliance")
-# The PostgreSQL store, its schema and `appliance migrate --to` exist; the loops and
-# routes are served from the SQLite file only, so a database_url is refused rather than
-# ignored.
-SERVES_SQLITE_ONLY = (
-    "database_url: this version serves from the SQLite file in the data dir only;"
-    " remove database_url (or APPLIANCE_DATABASE_URL) to serve. `appliance migrate --to`"
-    " already copies the data into PostgreSQL (see docs/operations.md)")
+POSTGRESQL_WITHOUT_TRIGGERS = (
+    "[webhooks]: this build has no PostgreSQL triggers for the status webhooks' events"
+    " (appliance.store.pg_triggers); remove [webhooks] or serve from the SQLite file")
+POSTGRESQL_WITHOUT_COUNTS = (
+    "this build has no PostgreSQL triggers for the kept counts"
+    " (appliance.store.pg_triggers): summaries, /metrics and coverage read from them"
+    " are not kept on PostgreSQL; the rows themselves are")
 
 class Appliance:
     def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
         self.settings = settings
         self.clock = clock or Clock.from_env()
         self.scheduler = Scheduler()
-        self._store: Store | None = None
+        self._store: Store | PgStore | None = None
         self.providers = Providers(settings, now_ms=self.now_ms)
         self.sender: Sender | None = None
         self.smpp: SmppSessions | None = None
@@ -57,9 +65,10 @@ class Appliance:
         self.webhooks: WebhookDelivery | None = None
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._on_close: list[Callable[[], None]] = []
+        self.liveness: Liveness | None = None  # PostgreSQL: this process's lock (store.owner)
 
     @property
-    def store(self) -> Store:
+    def store(self) -> Store | PgStore:
         if self._store is None:
             raise RuntimeError("appliance is not open")
         return self._store
@@ -67,16 +76,39 @@ class Appliance:
     def now_ms(self) -> int:
         return self.clock.now_ms()
 
+    @property
+    def on_postgresql(self) -> bool:
+        """Whether the data is in PostgreSQL (``database_url``), not the data dir's file."""
+        return bool(self.settings.database_url)
+
+    def singleton(self, name: str, step: Step) -> Step:
+        """``step`` as a loop that runs in one process at a time: on PostgreSQL, only in
+        the process that holds the advisory lock ``name`` (another takes over when it
+        dies); on SQLite, as it is (one server per data dir)."""
+        if not self.on_postgresql:
+            return step
+        lead = Singleton(name, self.settings.database_url)
+        self._on_close.append(lead.release)
+
+        async def leading() -> float | None:
+            if not await anyio.to_thread.run_sync(lead.try_lead):
+                return None  # another process leads: ask again after the interval
+            return await step()
+
+        return leading
+
     def open(self) -> Appliance:
-        if self.settings.database_url:
-            raise ConfigError(SERVES_SQLITE_ONLY)
         ensure_data_dir(self.settings)
-        self._store = Store.open(
-            str(self.settings.db_path),
-            synchronous=self.settings.synchronous,
-            busy_timeout_ms=self.settings.busy_timeout_ms,
-            read_connections=self.settings.read_connections,
-        )
+        self._store = Store.open(self.settings)
+        if self.on_postgresql:
+            try:
+                install_postgresql_triggers(self._store, webhooks=self.settings.webhooks.configured)
+                self.liveness = Liveness(self.settings.database_url)
+                if not self.liveness.try_lead():
+                    raise StorageUnavailable("cannot take this process's lock on PostgreSQL")
+            except BaseException:
+                self.close()
+                raise
         return self
 
     def on_stop(self, fn: Callable[[], Awaitable[None]]) -> None:
@@ -100,3 +132,29 @@ class Appliance:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self.liveness is not None:
+            self.liveness.release()
+            self.liveness = None
+
+
+def install_postgresql_triggers(store: Store | PgStore, *, webhooks: bool) -> None:
+    """On PostgreSQL, what SQLite's triggers do (the kept counts of
+    :mod:`appliance.store.rollups`, the status webhooks' events): made at each start by
+    :func:`appliance.store.pg_triggers.install`, the one call site. Status webhooks
+    need their events, so without that module they are refused; the kept counts are
+    then not kept, which the log says at every start."""
+    try:
+        pg_triggers = importlib.import_module("appliance.store.pg_triggers")
+    except ModuleNotFoundError as exc:
+        if exc.name != "appliance.store.pg_triggers":
+            raise  # the module is there, something it imports is not
+        if webhooks:
+            raise ConfigError(POSTGRESQL_WITHOUT_TRIGGERS) from None
+        log.error(POSTGRESQL_WITHOUT_COUNTS)
+        return
+
+    def unit(conn: Connection) -> None:
+        one_at_a_time(conn, "pg_triggers")  # processes starting together: one at a time
+        pg_triggers.install(conn, webhooks=webhooks)
+
+    store.writer.call(unit)

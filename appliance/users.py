@@ -15,7 +15,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-import apsw
+from appliance.store.connection import Connection
 
 SCRYPT_N = 2**14
 SCRYPT_R = 8
@@ -93,7 +93,7 @@ def absent_user_hash() -> str:
     return _ABSENT_USER_HASH
 
 
-def create_user(conn: apsw.Connection, name: str, password_hash: str, account_id: int,
+def create_user(conn: Connection, name: str, password_hash: str, account_id: int,
                 now_ms: int) -> User:
     """Write unit: a new console user for ``account_id``; :class:`UserExists` if taken."""
     name = check_name(name)
@@ -114,12 +114,12 @@ _USER_SELECT = (
 )
 
 
-def get_user(conn: apsw.Connection, user_id: int) -> User | None:
+def get_user(conn: Connection, user_id: int) -> User | None:
     row = conn.execute(f"{_USER_SELECT} WHERE u.id = ?", (user_id,)).fetchone()
     return None if row is None else User(int(row[0]), str(row[1]), int(row[2]), str(row[3]))
 
 
-def user_for_sign_in(conn: apsw.Connection, name: str) -> tuple[User, str] | None:
+def user_for_sign_in(conn: Connection, name: str) -> tuple[User, str] | None:
     """Read unit: the user called ``name`` and their stored hash, or None."""
     row = conn.execute(
         "SELECT u.id, u.name, u.account_id, a.name, u.password_hash FROM users u"

@@ -1,7 +1,15 @@
-"""Shared fixtures: a data dir, a running server, an account's key."""
+"""Shared fixtures: a data dir, a running server, an account's key, and ``backend``.
+
+``backend`` runs a test on both stores: ``sqlite`` (the data dir's file) and
+``postgresql`` (a fresh schema of the session's throwaway PostgreSQL server, given to
+every ``appliance`` process the test starts as ``APPLIANCE_DATABASE_URL``). Request it
+first (``@pytest.mark.usefixtures("backend")`` or as the first argument), so the
+servers and commands the test starts see it.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +17,30 @@ import httpx
 import pytest
 
 from tests.harness import Server, create_account
+from tests.pg_server import pg_server, pg_url
+
+__all__ = ["pg_server", "pg_url"]
+BACKENDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture(autouse=True)
+def _every_test_on_postgresql(request: pytest.FixtureRequest,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TEST_BACKEND=postgresql make test``: every appliance process of every test on a
+    fresh PostgreSQL schema (tests that read the SQLite file itself then fail: a way to
+    find what does not run on PostgreSQL yet, not a second suite)."""
+    if os.environ.get("TEST_BACKEND") == "postgresql" and "backend" not in request.fixturenames:
+        monkeypatch.setenv("APPLIANCE_DATABASE_URL", request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The store the test's appliance processes use (see the module's docstring)."""
+    if request.param == "postgresql":
+        monkeypatch.setenv("APPLIANCE_DATABASE_URL", request.getfixturevalue("pg_url"))
+    else:
+        monkeypatch.delenv("APPLIANCE_DATABASE_URL", raising=False)
+    return str(request.param)
 
 
 @pytest.fixture

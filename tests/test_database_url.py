@@ -1,5 +1,5 @@
 """``database_url`` (SCALE-1): read from the file or APPLIANCE_DATABASE_URL, checked,
-its password never printed; a data dir's commands say plainly what this version serves."""
+its password never printed; serve and the commands say plainly when it cannot be reached."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_the_password_is_masked() -> None:
     assert "s3cret" not in repr(shown)
 
 
-def test_config_check_masks_it_and_serve_refuses_it(tmp_path: Path) -> None:
+def test_config_check_masks_it_and_serve_says_it_cannot_reach_it(tmp_path: Path) -> None:
     env = {"APPLIANCE_DATABASE_URL": URL}
     data = str(tmp_path / "data")
     out = run_cli("config", "check", "--data-dir", data, env=env)
@@ -60,10 +60,11 @@ def test_config_check_masks_it_and_serve_refuses_it(tmp_path: Path) -> None:
         "postgresql://app:***@db.example.org:5432/appliance"
     assert "s3cret" not in out.stdout + out.stderr
     serve = run_cli("serve", "--data-dir", data, "--port", "0", env=env, check=False)
-    assert serve.returncode == 2
-    assert "serves from the SQLite file in the data dir only" in serve.stderr
+    assert serve.returncode == 1
+    assert "the database: failed to resolve host 'db.example.org'" in serve.stderr
+    assert "Traceback" not in serve.stderr and "s3cret" not in serve.stderr
     account = run_cli("account", "create", "x", "--data-dir", data, env=env, check=False)
-    assert account.returncode == 1 and "database_url" in account.stderr
+    assert account.returncode == 1 and "the database: " in account.stderr
     assert not (tmp_path / "data" / "appliance.db").exists()  # not quietly on SQLite
 
 

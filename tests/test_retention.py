@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.harness import FileClock, Server, create_account, wait_for
-from tests.imports.test_import_api import db_rows, submit_text, wait_done
+from tests.harness import FileClock, Server, create_account, db_rows, wait_for
+from tests.imports.test_import_api import submit_text, wait_done
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 DAY = 86_400_000

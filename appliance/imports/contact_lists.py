@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
+from appliance.store.connection import Connection
 
 DELETE_BATCH = 5000
 
@@ -49,7 +49,7 @@ class Contact:
     job_id: int | None
 
 
-def get_list(conn: apsw.Connection, account_id: int, list_id: int) -> ListInfo | None:
+def get_list(conn: Connection, account_id: int, list_id: int) -> ListInfo | None:
     """A live (not deleted) list of the account, with its counts (a read unit)."""
     row = conn.execute(
         "SELECT l.id, l.name, l.created_at,"
@@ -61,7 +61,7 @@ def get_list(conn: apsw.Connection, account_id: int, list_id: int) -> ListInfo |
     return None if row is None else ListInfo(*(row[0], str(row[1]), *row[2:]))
 
 
-def get_contact(conn: apsw.Connection, list_id: int, contact_id: int) -> Contact | None:
+def get_contact(conn: Connection, list_id: int, contact_id: int) -> Contact | None:
     row: Any = conn.execute(
         "SELECT id, msisdn, name, created_at, job_id FROM contacts WHERE id = ? AND list_id = ?",
         (contact_id, list_id)).fetchone()
@@ -73,7 +73,7 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def browse(conn: apsw.Connection, list_id: int, after_id: int = 0, limit: int = 100,
+def browse(conn: Connection, list_id: int, after_id: int = 0, limit: int = 100,
            msisdn: str | None = None, text: str | None = None) -> list[Contact]:
     """Contacts after ``after_id`` in id order (a read unit). ``msisdn``: exactly that
     number; ``text``: digits anywhere in the number, or text anywhere in the name."""
@@ -96,7 +96,7 @@ def browse(conn: apsw.Connection, list_id: int, after_id: int = 0, limit: int = 
     return [Contact(int(r[0]), str(r[1]), r[2], int(r[3]), r[4]) for r in rows]
 
 
-def export_page(conn: apsw.Connection, list_id: int, after_id: int,
+def export_page(conn: Connection, list_id: int, after_id: int,
                 limit: int = 5000) -> list[tuple[int, str, str, int]]:
     """(id, msisdn, name, created_at) of the next ``limit`` contacts (a read unit)."""
     return [(int(r[0]), str(r[1]), str(r[2] or ""), int(r[3])) for r in conn.execute(
@@ -104,7 +104,7 @@ def export_page(conn: apsw.Connection, list_id: int, after_id: int,
         " ORDER BY id LIMIT ?", (list_id, after_id, limit))]
 
 
-def busy_with(conn: apsw.Connection, list_id: int) -> str | None:
+def busy_with(conn: Connection, list_id: int) -> str | None:
     """Why the list cannot be changed now, or None (a read unit)."""
     running = conn.execute(
         "SELECT id FROM import_jobs WHERE list_id = ? AND state IN ('DRAFT', 'RUNNING')"
@@ -119,7 +119,7 @@ def busy_with(conn: apsw.Connection, list_id: int) -> str | None:
     return None
 
 
-def delete_contact(conn: apsw.Connection, account_id: int, list_id: int,
+def delete_contact(conn: Connection, account_id: int, list_id: int,
                    contact_id: int) -> int:
     """Delete one contact of the account's list; how many went (0 or 1) (a write unit)."""
     conn.execute(
@@ -129,7 +129,7 @@ def delete_contact(conn: apsw.Connection, account_id: int, list_id: int,
     return int(conn.changes())
 
 
-def mark_deleted(conn: apsw.Connection, account_id: int, list_id: int, expected: int,
+def mark_deleted(conn: Connection, account_id: int, list_id: int, expected: int,
                  now_ms: int) -> int:
     """Mark the list deleted if it still has ``expected`` contacts (a write unit).
 
@@ -149,7 +149,7 @@ def mark_deleted(conn: apsw.Connection, account_id: int, list_id: int, expected:
     return found.contacts
 
 
-def delete_some_contacts(conn: apsw.Connection, list_id: int,
+def delete_some_contacts(conn: Connection, list_id: int,
                          batch: int = DELETE_BATCH) -> int:
     """Delete up to ``batch`` contacts of a deleted list (a write unit)."""
     conn.execute(

@@ -16,7 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
+from appliance.store import dialect
+from appliance.store.connection import Connection
+from appliance.store.owner import OWNER, dead_owners
+from appliance.store.singleton import one_at_a_time
 
 ACTIVE_STATES = ("DRAFT", "RUNNING")
 # A rejected line is kept up to this many characters, with its full length beside it.
@@ -166,7 +169,7 @@ def fallback_idempotency_key(account_id: int, list_name: str, region: str, diges
     return "auto:" + hashlib.sha256(scope.encode("utf-8")).hexdigest()
 
 
-def ensure_list(conn: apsw.Connection, account_id: int, name: str, now_ms: int) -> int:
+def ensure_list(conn: Connection, account_id: int, name: str, now_ms: int) -> int:
     """The id of the account's list ``name``, created if missing; a deleted list of that
     name comes back (empty) once its contacts are gone."""
     conn.execute(
@@ -190,7 +193,7 @@ def ensure_list(conn: apsw.Connection, account_id: int, name: str, now_ms: int) 
     return list_id
 
 
-def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJob, bool]:
+def create_job(conn: Connection, new: NewJob, now_ms: int) -> tuple[ImportJob, bool]:
     """Write unit: the job for this submission, and whether it was created now.
 
     The same key with the same payload, list and region returns the existing job; the
@@ -209,11 +212,12 @@ def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJ
          now_ms, now_ms),
     )
     job_id = conn.last_insert_rowid()
-    if not new.pieces:
+    if not new.pieces or not dialect.of(conn).incremental_blobs:
         conn.execute(
             "INSERT INTO import_payloads (job_id, content_type, body, received_at)"
             " VALUES (?, ?, ?, ?)",
-            (job_id, new.content_type, new.payload, now_ms),
+            (job_id, new.content_type, new.payload if not new.pieces
+             else b"".join(new.pieces), now_ms),
         )
     else:
         conn.execute(
@@ -221,7 +225,8 @@ def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJ
             " VALUES (?, ?, zeroblob(?), ?)",
             (job_id, new.content_type, sum(len(p) for p in new.pieces), now_ms),
         )
-        blob = conn.blob_open("main", "import_payloads", "body", job_id, True)
+        blob = conn.blob_open(  # type: ignore[attr-defined]  # SQLite only
+            "main", "import_payloads", "body", job_id, True)
         try:
             for piece in new.pieces:
                 blob.write(piece)
@@ -232,7 +237,7 @@ def create_job(conn: apsw.Connection, new: NewJob, now_ms: int) -> tuple[ImportJ
     return job, True
 
 
-def _same_submission(conn: apsw.Connection, account_id: int, key: str, digest: str,
+def _same_submission(conn: Connection, account_id: int, key: str, digest: str,
                      list_name: str, region: str) -> ImportJob | None:
     """The job already made under ``key``, if it is this very submission; a key used
     for another submission raises :class:`IdempotencyConflict`."""
@@ -253,7 +258,7 @@ def _same_submission(conn: apsw.Connection, account_id: int, key: str, digest: s
     return job
 
 
-def rerun_job(conn: apsw.Connection, source_id: int, account_id: int, list_name: str | None,
+def rerun_job(conn: Connection, source_id: int, account_id: int, list_name: str | None,
               idempotency_key: str, now_ms: int) -> tuple[ImportJob, bool]:
     """Write unit (IMP-11): a new job over the stored payload of finished job
     ``source_id``, into ``list_name`` (default: the source's list) with the source's
@@ -296,7 +301,7 @@ def rerun_job(conn: apsw.Connection, source_id: int, account_id: int, list_name:
     return job, True
 
 
-def get_job(conn: apsw.Connection, job_id: int, account_id: int | None = None) -> ImportJob | None:
+def get_job(conn: Connection, job_id: int, account_id: int | None = None) -> ImportJob | None:
     sql = f"SELECT {JOB_COLUMNS} FROM import_jobs j JOIN lists l ON l.id = j.list_id WHERE j.id = ?"
     args: tuple[Any, ...] = (job_id,)
     if account_id is not None:
@@ -306,7 +311,7 @@ def get_job(conn: apsw.Connection, job_id: int, account_id: int | None = None) -
     return None if row is None else _job(row)
 
 
-def list_jobs(conn: apsw.Connection, account_id: int, limit: int = 50) -> list[ImportJob]:
+def list_jobs(conn: Connection, account_id: int, limit: int = 50) -> list[ImportJob]:
     rows = conn.execute(
         f"SELECT {JOB_COLUMNS} FROM import_jobs j JOIN lists l ON l.id = j.list_id"
         " WHERE j.account_id = ? ORDER BY j.id DESC LIMIT ?",
@@ -315,7 +320,7 @@ def list_jobs(conn: apsw.Connection, account_id: int, limit: int = 50) -> list[I
     return [_job(r) for r in rows]
 
 
-def next_runnable(conn: apsw.Connection) -> ImportJob | None:
+def next_runnable(conn: Connection) -> ImportJob | None:
     """The oldest job that still has work (DRAFT or RUNNING)."""
     row = conn.execute(
         f"SELECT {JOB_COLUMNS} FROM import_jobs j JOIN lists l ON l.id = j.list_id"
@@ -324,12 +329,34 @@ def next_runnable(conn: apsw.Connection) -> ImportJob | None:
     return None if row is None else _job(row)
 
 
-def load_payload(conn: apsw.Connection, job_id: int) -> bytes | None:
+def claim_runnable(conn: Connection) -> ImportJob | None:
+    """Write unit, several processes on PostgreSQL: the oldest job with work that no
+    live process holds, now held by this one (``lease_owner``); a job this process
+    holds already is its own. A job whose holder died is taken over where its last
+    chunk left it (the chunk units stay guarded by ``processed``)."""
+    rows = [(int(r[0]), None if r[1] is None else str(r[1])) for r in conn.execute(
+        "SELECT id, lease_owner FROM import_jobs WHERE state IN ('DRAFT', 'RUNNING')"
+        " ORDER BY id")]
+    gone = dead_owners(conn, (owner for _, owner in rows))
+    for job_id, owner in rows:
+        if owner is not None and owner != OWNER and owner not in gone:
+            continue  # another process works on it
+        if owner != OWNER:
+            conn.execute("UPDATE import_jobs SET lease_owner = ? WHERE id = ?"
+                         " AND state IN ('DRAFT', 'RUNNING') AND lease_owner IS ?",
+                         (OWNER, job_id, owner))
+            if conn.changes() != 1:
+                continue  # taken by another process meanwhile
+        return get_job(conn, job_id)
+    return None
+
+
+def load_payload(conn: Connection, job_id: int) -> bytes | None:
     row = conn.execute("SELECT body FROM import_payloads WHERE job_id = ?", (job_id,)).fetchone()
     return None if row is None else bytes(row[0])
 
 
-def apply_parsed(conn: apsw.Connection, chunk: Any, now_ms: int) -> ImportJob:
+def apply_parsed(conn: Connection, chunk: Any, now_ms: int) -> ImportJob:
     """Write unit: one chunk's contacts, rejects and position, or nothing at all.
 
     ``chunk`` is a :class:`appliance.imports.parse_process.ParsedChunk`: each distinct
@@ -344,6 +371,7 @@ def apply_parsed(conn: apsw.Connection, chunk: Any, now_ms: int) -> ImportJob:
         raise JobMoved(f"job {chunk.job_id} is not at line {chunk.from_processed}")
     contacts: list[tuple[str, str | None]] = chunk.contacts
     repeats: list[int] = chunk.repeats
+    one_at_a_time(conn, f"list:{job.list_id}")  # beside a campaign made from this list
     before = conn.total_changes()  # contacts has no trigger: these are the rows inserted
     conn.executemany(
         "INSERT INTO contacts (list_id, msisdn, name, job_id, created_at)"
@@ -389,7 +417,7 @@ def apply_parsed(conn: apsw.Connection, chunk: Any, now_ms: int) -> ImportJob:
     return out
 
 
-def fail_job(conn: apsw.Connection, job_id: int, error: str, now_ms: int) -> None:
+def fail_job(conn: Connection, job_id: int, error: str, now_ms: int) -> None:
     conn.execute(
         "UPDATE import_jobs SET state = 'FAILED', error = ?, finished_at = ?, updated_at = ?"
         " WHERE id = ? AND state IN ('DRAFT', 'RUNNING')",
@@ -397,7 +425,7 @@ def fail_job(conn: apsw.Connection, job_id: int, error: str, now_ms: int) -> Non
     )
 
 
-def cancel_job(conn: apsw.Connection, job_id: int, account_id: int, now_ms: int) -> bool:
+def cancel_job(conn: Connection, job_id: int, account_id: int, now_ms: int) -> bool:
     """Write unit: cancel an unfinished job; True if it was cancelled now."""
     conn.execute(
         "UPDATE import_jobs SET state = 'CANCELLED', finished_at = ?, updated_at = ?"
@@ -407,7 +435,7 @@ def cancel_job(conn: apsw.Connection, job_id: int, account_id: int, now_ms: int)
     return bool(conn.changes())
 
 
-def iter_rejects(conn: apsw.Connection, job_id: int) -> Iterator[tuple[int, str, str]]:
+def iter_rejects(conn: Connection, job_id: int) -> Iterator[tuple[int, str, str]]:
     """(line number, line, reason); a shortened line's reason gives its full length."""
     for row in conn.execute(
         "SELECT line_number, line, reason, line_length FROM import_rejects WHERE job_id = ?"
@@ -420,7 +448,7 @@ def iter_rejects(conn: apsw.Connection, job_id: int) -> Iterator[tuple[int, str,
         yield int(row[0]), line, reason
 
 
-def list_summary(conn: apsw.Connection, account_id: int, name: str) -> dict[str, Any] | None:
+def list_summary(conn: Connection, account_id: int, name: str) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT l.id, l.name, l.created_at, (SELECT count(*) FROM contacts c"
         " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? AND l.name = ?"
@@ -432,7 +460,7 @@ def list_summary(conn: apsw.Connection, account_id: int, name: str) -> dict[str,
     return {"id": row[0], "name": row[1], "created_at": row[2], "contacts": row[3]}
 
 
-def list_lists(conn: apsw.Connection, account_id: int) -> list[dict[str, Any]]:
+def list_lists(conn: Connection, account_id: int) -> list[dict[str, Any]]:
     rows: list[Any] = conn.execute(
         "SELECT l.id, l.name, l.created_at, (SELECT count(*) FROM contacts c"
         " WHERE c.list_id = l.id) FROM lists l WHERE l.account_id = ? AND l.deleted_at IS NULL"

@@ -116,7 +116,20 @@ Parsed = ParsedChunk | PayloadEncodingError | PayloadGone
 
 
 def _load_text(db_path: str, job_id: int) -> str | None:
+    """The job's payload, read from the SQLite file at ``db_path`` or, when it is a
+    ``postgresql://`` URL, from that database."""
     from appliance.imports.import_job import load_payload
+
+    if db_path.startswith(("postgresql://", "postgres://")):
+        from appliance.store import pg_store
+        from appliance.store.pg import PgConnection
+
+        pg = PgConnection.connect(db_path, application_name="appliance-import-parser")
+        try:
+            payload = pg_store.in_snapshot(pg, lambda c: load_payload(c, job_id))
+        finally:
+            pg.close()
+        return None if payload is None else decode_payload(payload)
     from appliance.store.readers import in_snapshot
     from appliance.store.schema import open_connection
 

@@ -21,12 +21,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import apsw
-
 from appliance.imports.import_job import (
     ImportJob,
     JobMoved,
     apply_parsed,
+    claim_runnable,
     fail_job,
     load_payload,
     next_runnable,
@@ -41,6 +40,7 @@ from appliance.imports.parse_process import (
     PayloadGone,
 )
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.imports")
 LOOP = "imports"
@@ -88,7 +88,8 @@ class ImportWorker:
         if job.total - job.processed < PROCESS_MIN_LINES:
             return self.local
         if self.child is None:
-            self.child = ChildParser(str(self.appliance.settings.db_path))
+            settings = self.appliance.settings
+            self.child = ChildParser(settings.database_url or str(settings.db_path))
         return self.child
 
     def _start(self, job: ImportJob) -> None:
@@ -108,6 +109,8 @@ class ImportWorker:
         """Advance the oldest unfinished job for up to STEP_S; 0 when more work waits."""
         store = self.appliance.store
         job = await store.readers.run(next_runnable)
+        if job is not None and self.appliance.on_postgresql:  # several processes share it
+            job = await store.writer.run(claim_runnable)
         if job is None:
             self._forget()
             return None
@@ -160,7 +163,7 @@ class ImportWorker:
             self._forget()
         return 0
 
-    def _applying(self, chunk: ParsedChunk) -> Callable[[apsw.Connection], ImportJob]:
+    def _applying(self, chunk: ParsedChunk) -> Callable[[Connection], ImportJob]:
         return lambda c: apply_parsed(c, chunk, self.appliance.now_ms())
 
     async def _fail(self, job_id: int, error: str) -> None:

@@ -34,14 +34,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import apsw
-
 from appliance.config import Settings
 from appliance.imports.normalise import Normalised, normalise_msisdn
 from appliance.optout import suppressions
 from appliance.optout.keywords import Keywords
 from appliance.providers.base import InboundMessage
 from appliance.reports.inbox import RawCallback
+from appliance.store.connection import Connection
+from appliance.store.errors import STORAGE_ERRORS
 
 MISSING_PART: Final = "[…]"
 SMPP_CONTENT_TYPE: Final = "application/vnd.smpp.deliver-sm"
@@ -96,7 +96,7 @@ def sender_number(msisdn: str, region: str) -> str:
     return found.msisdn if isinstance(found, Normalised) else given
 
 
-def store_raw(conn: apsw.Connection, raw: RawCallback, now_ms: int, parsed: bool,
+def store_raw(conn: Connection, raw: RawCallback, now_ms: int, parsed: bool,
               error: str | None) -> int:
     """Keep the inbound request as received; returns its id."""
     row = conn.execute(
@@ -109,7 +109,7 @@ def store_raw(conn: apsw.Connection, raw: RawCallback, now_ms: int, parsed: bool
     return int(row[0])
 
 
-def _accounts_for(conn: apsw.Connection, provider: str, msisdn: str) -> list[int]:
+def _accounts_for(conn: Connection, provider: str, msisdn: str) -> list[int]:
     every = [int(r[0]) for r in conn.execute("SELECT id FROM accounts ORDER BY id")]
     senders = [a for a in every if conn.execute(
         "SELECT 1 FROM messages WHERE account_id = ? AND msisdn = ? AND provider = ? LIMIT 1",
@@ -117,7 +117,7 @@ def _accounts_for(conn: apsw.Connection, provider: str, msisdn: str) -> list[int
     return senders or every
 
 
-def _insert(conn: apsw.Connection, provider: str, key: str | None, msisdn: str,
+def _insert(conn: Connection, provider: str, key: str | None, msisdn: str,
             msg: InboundMessage, text: str, received: int, raw_id: int,
             now_ms: int) -> tuple[int, bool]:
     """The message's row, inserted or found by its key: ``(id, new)``. Without a key
@@ -138,7 +138,7 @@ def _insert(conn: apsw.Connection, provider: str, key: str | None, msisdn: str,
     return int(found[0]), False
 
 
-def _repeat(conn: apsw.Connection, raw_id: int, inbound_id: int) -> InboundResult:
+def _repeat(conn: Connection, raw_id: int, inbound_id: int) -> InboundResult:
     """A provider's retry of something already stored: counted, nothing else changes."""
     row = conn.execute("UPDATE inbound_messages SET repeats = repeats + 1 WHERE id = ?"
                        " RETURNING keyword", (inbound_id,)).fetchone()
@@ -146,7 +146,7 @@ def _repeat(conn: apsw.Connection, raw_id: int, inbound_id: int) -> InboundResul
     return InboundResult(raw_id, inbound_id, True, keyword)
 
 
-def _record_accounts(conn: apsw.Connection, inbound_id: int, provider: str,
+def _record_accounts(conn: Connection, inbound_id: int, provider: str,
                      msisdn: str) -> list[int]:
     found = [int(r[0]) for r in conn.execute(
         "SELECT account_id FROM inbound_accounts WHERE inbound_id = ?", (inbound_id,))]
@@ -159,7 +159,7 @@ def _record_accounts(conn: apsw.Connection, inbound_id: int, provider: str,
     return accounts
 
 
-def _stop(conn: apsw.Connection, inbound_id: int, provider: str, msisdn: str,
+def _stop(conn: Connection, inbound_id: int, provider: str, msisdn: str,
           keyword: str, accounts: Sequence[int], now_ms: int) -> tuple[int, ...]:
     conn.execute("UPDATE inbound_messages SET keyword = ? WHERE id = ?", (keyword, inbound_id))
     if not msisdn.startswith("+"):
@@ -174,7 +174,7 @@ def _stop(conn: apsw.Connection, inbound_id: int, provider: str, msisdn: str,
     return tuple(added)
 
 
-def _filed(conn: apsw.Connection, rules: InboundRules, raw_id: int, inbound_id: int,
+def _filed(conn: Connection, rules: InboundRules, raw_id: int, inbound_id: int,
            provider: str, msisdn: str, text: str, now_ms: int) -> InboundResult:
     """A whole message is here: its accounts, and a STOP honoured."""
     accounts = _record_accounts(conn, inbound_id, provider, msisdn)
@@ -185,7 +185,7 @@ def _filed(conn: apsw.Connection, rules: InboundRules, raw_id: int, inbound_id: 
     return InboundResult(raw_id, inbound_id, False, keyword, added)
 
 
-def _file_part(conn: apsw.Connection, rules: InboundRules, provider: str, msisdn: str,
+def _file_part(conn: Connection, rules: InboundRules, provider: str, msisdn: str,
                msg: InboundMessage, raw_id: int, now_ms: int) -> InboundResult:
     assert msg.concat_ref is not None
     key = f"parts:{msisdn}:{msg.concat_ref}:{msg.parts}"
@@ -207,7 +207,7 @@ def _file_part(conn: apsw.Connection, rules: InboundRules, provider: str, msisdn
     return _filed(conn, rules, raw_id, inbound_id, provider, msisdn, text, now_ms)
 
 
-def file_message(conn: apsw.Connection, rules: InboundRules, provider: str,
+def file_message(conn: Connection, rules: InboundRules, provider: str,
                  msg: InboundMessage, raw_id: int, now_ms: int) -> InboundResult:
     """File one inbound message or part of one (a part of a write unit)."""
     msisdn = sender_number(msg.msisdn, rules.region)
@@ -220,7 +220,7 @@ def file_message(conn: apsw.Connection, rules: InboundRules, provider: str,
     return _filed(conn, rules, raw_id, inbound_id, provider, msisdn, msg.text, now_ms)
 
 
-def receive_request(conn: apsw.Connection, rules: InboundRules, raw: RawCallback,
+def receive_request(conn: Connection, rules: InboundRules, raw: RawCallback,
                     messages: Sequence[InboundMessage], parse_error: str | None,
                     now_ms: int) -> InboundReceipt:
     """An inbound request's write unit: store it raw, then file its messages.
@@ -237,6 +237,8 @@ def receive_request(conn: apsw.Connection, rules: InboundRules, raw: RawCallback
     try:
         for msg in messages:
             receipt.results.append(file_message(conn, rules, raw.provider, msg, raw_id, now_ms))
+    except STORAGE_ERRORS:
+        raise  # not the request's fault: the unit fails, the caller answers 503
     except Exception as exc:  # keep the raw request whatever filing does
         conn.execute("ROLLBACK TO file_inbound")
         conn.execute("RELEASE file_inbound")
@@ -248,7 +250,7 @@ def receive_request(conn: apsw.Connection, rules: InboundRules, raw: RawCallback
     return receipt
 
 
-def receive_inbound(conn: apsw.Connection, rules: InboundRules, provider: str, msisdn: str,
+def receive_inbound(conn: Connection, rules: InboundRules, provider: str, msisdn: str,
                     to: str, text: str, provider_msg_id: str | None, raw: bytes,
                     now_ms: int, *, sent_at_ms: int = 0, concat_ref: str | None = None,
                     part: int = 1, parts: int = 1) -> InboundReceipt:
@@ -310,7 +312,7 @@ class InboundPage:
     more: bool
 
 
-def list_inbound(conn: apsw.Connection, account_id: int, *, msisdn: str | None = None,
+def list_inbound(conn: Connection, account_id: int, *, msisdn: str | None = None,
                  stops_only: bool = False, before_id: int | None = None,
                  limit: int = 100) -> InboundPage:
     """The account's inbound messages, newest first (a read unit)."""
@@ -332,7 +334,7 @@ def list_inbound(conn: apsw.Connection, account_id: int, *, msisdn: str | None =
                        len(rows) > limit)
 
 
-def prune_raw(conn: apsw.Connection, cutoff_ms: int, batch: int) -> int:
+def prune_raw(conn: Connection, cutoff_ms: int, batch: int) -> int:
     """Delete up to ``batch`` raw inbound requests received before ``cutoff_ms``; the
     messages filed from them stay."""
     ids = [int(r[0]) for r in conn.execute(

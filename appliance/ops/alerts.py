@@ -13,11 +13,10 @@ report alerts, so ``/api/stats``, metrics and the webhook treat all six alike.
 
 from __future__ import annotations
 
-import apsw
-
 from appliance.config import Settings
 from appliance.ops.backup_status import read_status
 from appliance.reports.alerts import Alert
+from appliance.store.connection import Connection
 from appliance.webhooks.outbox import outbox_health
 
 BACKUP_GRACE = 1.25
@@ -31,6 +30,9 @@ def backup_alert(settings: Settings, now_ms: int) -> Alert:
     threshold = backup_threshold_s(settings)
     if settings.backup.interval_hours <= 0:
         return Alert("backup_stale", False, None, 0.0, "scheduled backups are off")
+    if settings.database_url:
+        return Alert("backup_stale", False, None, 0.0,
+                     "the data is in PostgreSQL, whose backups are its own")
     status = read_status(settings.data_dir)
     age = status.age_s(now_ms)
     failed = status.last_error_at is not None and (
@@ -44,14 +46,14 @@ def backup_alert(settings: Settings, now_ms: int) -> Alert:
                  f"last good backup {age:.0f} s ago (maximum {threshold:g} s)")
 
 
-def stuck_imports(conn: apsw.Connection, settings: Settings, now_ms: int) -> list[int]:
+def stuck_imports(conn: Connection, settings: Settings, now_ms: int) -> list[int]:
     cutoff = now_ms - int(settings.imports.stuck_after_s * 1000)
     return [int(r[0]) for r in conn.execute(
         "SELECT id FROM import_jobs WHERE state = 'RUNNING' AND updated_at < ? ORDER BY id",
         (cutoff,))]
 
 
-def import_alert(conn: apsw.Connection, settings: Settings, now_ms: int) -> Alert:
+def import_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
     stuck = stuck_imports(conn, settings, now_ms)
     limit = settings.imports.stuck_after_s
     if not stuck:
@@ -62,7 +64,7 @@ def import_alert(conn: apsw.Connection, settings: Settings, now_ms: int) -> Aler
                  f" {shown}")
 
 
-def outbox_alert(conn: apsw.Connection, settings: Settings, now_ms: int) -> Alert:
+def outbox_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
     limit = settings.alerts.webhooks_oldest_max_s
     if not settings.webhooks.configured:
         return Alert("outbox_stale", False, None, limit, "status webhooks are off")
@@ -77,7 +79,7 @@ def outbox_alert(conn: apsw.Connection, settings: Settings, now_ms: int) -> Aler
                  f" (maximum {limit:g} s){why}")
 
 
-def ops_alerts(conn: apsw.Connection, settings: Settings, now_ms: int) -> list[Alert]:
+def ops_alerts(conn: Connection, settings: Settings, now_ms: int) -> list[Alert]:
     """``backup_stale``, ``import_stuck`` and ``outbox_stale`` as of ``now_ms`` (a read
     unit)."""
     return [backup_alert(settings, now_ms), import_alert(conn, settings, now_ms),

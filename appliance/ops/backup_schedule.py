@@ -92,5 +92,9 @@ class ScheduledBackups:
 def install(appliance: Appliance) -> None:
     if appliance.settings.backup.interval_hours <= 0:
         return
+    if appliance.on_postgresql:  # PostgreSQL's backups are its own (docs/operations.md)
+        log.info("scheduled backups are off: the data is in PostgreSQL, whose backups are"
+                 " its own (pg_dump, base backups with WAL archiving)")
+        return
     scheduled = ScheduledBackups(appliance)
     appliance.scheduler.add(LOOP, scheduled.step, interval_s=MAX_SLEEP_S)

@@ -39,6 +39,8 @@ def run_backup(settings: Settings, dest: Path) -> None:
 
 
 def run_restore(settings: Settings, src: Path) -> None:
+    if settings.database_url:
+        raise click.ClickException(f"restore: {POSTGRESQL_BACKUPS}")
     try:
         result = restore(src, settings.data_dir)
     except RestoreRefused as exc:

@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import apsw
-
 from appliance.ops.alerts import backup_alert
 from appliance.ops.storage import below_reserve, free_bytes
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 
 WRITE_TIMEOUT_S = 5.0
 STUCK_STEP_S = 900.0
@@ -44,7 +43,7 @@ class Check:
 
 
 def _probe(now_ms: int) -> Any:
-    def unit(conn: apsw.Connection) -> None:
+    def unit(conn: Connection) -> None:
         conn.execute(
             "INSERT INTO appliance_state (key, value, updated_at) VALUES (?, '', ?)"
             " ON CONFLICT (key) DO UPDATE SET updated_at = excluded.updated_at",

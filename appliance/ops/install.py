@@ -37,7 +37,7 @@ def install(appliance: Appliance) -> None:
     # The report alerts' watcher, over the backup and stuck-import alerts: same state
     # keys, same log lines, same webhook payload.
     watch = AlertWatch(appliance, source=ops_alerts)
-    appliance.scheduler.add(ALERTS_LOOP, watch.step,
+    appliance.scheduler.add(ALERTS_LOOP, appliance.singleton(ALERTS_LOOP, watch.step),
                             interval_s=appliance.settings.alerts.check_interval_s)
     if kept_aside(appliance.settings.data_dir):
         appliance.scheduler.add("restore-cleanup", KeptAsideCleanup(appliance).step, 3600.0)

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
-import apsw
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -44,6 +43,7 @@ from appliance.reports.alerts import Alert, alerts_from
 from appliance.reports.coverage import coverage, inbox_health, overdue
 from appliance.service import Appliance
 from appliance.smpp.metrics import smpp_metrics
+from appliance.store.connection import Connection
 from appliance.store.rollups import counts
 from appliance.webhooks.outbox import OutboxHealth, outbox_health
 
@@ -75,11 +75,11 @@ class DbSnapshot:
     webhooks: OutboxHealth = field(default_factory=OutboxHealth)
 
 
-def _grouped(conn: apsw.Connection, sql: str) -> dict[str, int]:
+def _grouped(conn: Connection, sql: str) -> dict[str, int]:
     return {str(k): int(v) for k, v in conn.execute(sql)}
 
 
-def read_snapshot(conn: apsw.Connection, appliance: Appliance, now_ms: int) -> DbSnapshot:
+def read_snapshot(conn: Connection, appliance: Appliance, now_ms: int) -> DbSnapshot:
     """Every number of one scrape (a read unit: one snapshot, see ``store.readers``).
 
     Counts come from the kept counts (:mod:`appliance.store.rollups`), never from a

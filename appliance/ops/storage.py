@@ -20,16 +20,10 @@ import errno
 import os
 from pathlib import Path
 
-import apsw
-
 from appliance.config import Settings
-from appliance.store.writer import WriterClosed
+from appliance.store.errors import STORAGE_ERRORS
 
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
-STORAGE_APSW_ERRORS: tuple[type[BaseException], ...] = (
-    apsw.FullError, apsw.IOError, apsw.CantOpenError, apsw.ReadOnlyError, apsw.CorruptError,
-    apsw.NotADBError, apsw.BusyError, apsw.LockedError, apsw.NoMemError,
-)
 
 
 def free_bytes(path: Path) -> int:
@@ -40,7 +34,7 @@ def free_bytes(path: Path) -> int:
 
 def is_storage_error(exc: BaseException) -> bool:
     """Whether ``exc`` means the store could not write (and so nothing was written)."""
-    if isinstance(exc, (*STORAGE_APSW_ERRORS, WriterClosed)):
+    if isinstance(exc, STORAGE_ERRORS):
         return True
     return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
 
@@ -48,7 +42,7 @@ def is_storage_error(exc: BaseException) -> bool:
 def below_reserve(settings: Settings, incoming: int = 0) -> str | None:
     """Why a big write must wait (free space under the reserve), or None when it may go."""
     reserve = settings.storage.min_free_bytes
-    if reserve <= 0:
+    if reserve <= 0 or settings.database_url:  # PostgreSQL's disk is the server's
         return None
     try:
         free = free_bytes(settings.data_dir)

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-import apsw
+from appliance.store.connection import Connection
 
 SOURCES: Final = ("api", "console", "import", "inbound")
 SUPPRESSED: Final = "suppressed"  # the error of a message cancelled because of the list
@@ -62,13 +62,13 @@ def _entry(row: Any) -> Suppression:
                        None if row[5] is None else int(row[5]), int(row[6]))
 
 
-def get(conn: apsw.Connection, account_id: int, msisdn: str) -> Suppression | None:
+def get(conn: Connection, account_id: int, msisdn: str) -> Suppression | None:
     row = conn.execute(f"SELECT {COLUMNS} FROM suppressions WHERE account_id = ? AND msisdn = ?",
                        (account_id, msisdn)).fetchone()
     return None if row is None else _entry(row)
 
 
-def add(conn: apsw.Connection, account_id: int, msisdn: str, reason: str, source: str,
+def add(conn: Connection, account_id: int, msisdn: str, reason: str, source: str,
         now_ms: int, inbound_id: int | None = None) -> tuple[Suppression, bool]:
     """Suppress ``msisdn`` for the account (a write unit); ``(entry, created)``.
 
@@ -89,7 +89,7 @@ def add(conn: apsw.Connection, account_id: int, msisdn: str, reason: str, source
     return found, False
 
 
-def add_many(conn: apsw.Connection, account_id: int, entries: Iterable[tuple[str, str]],
+def add_many(conn: Connection, account_id: int, entries: Iterable[tuple[str, str]],
              source: str, now_ms: int) -> int:
     """Suppress each ``(msisdn, reason)`` (a write unit); how many were new."""
     added = 0
@@ -103,7 +103,7 @@ def add_many(conn: apsw.Connection, account_id: int, entries: Iterable[tuple[str
     return added
 
 
-def remove(conn: apsw.Connection, account_id: int, msisdn: str) -> Suppression | None:
+def remove(conn: Connection, account_id: int, msisdn: str) -> Suppression | None:
     """Take ``msisdn`` off the account's list (a write unit); the entry, or None."""
     row = conn.execute(
         f"DELETE FROM suppressions WHERE account_id = ? AND msisdn = ? RETURNING {COLUMNS}",
@@ -111,7 +111,7 @@ def remove(conn: apsw.Connection, account_id: int, msisdn: str) -> Suppression |
     return None if row is None else _entry(row)
 
 
-def refuse_if_suppressed(conn: apsw.Connection, account_id: int, msisdn: str) -> None:
+def refuse_if_suppressed(conn: Connection, account_id: int, msisdn: str) -> None:
     """Raise :class:`Suppressed` when ``msisdn`` is on the account's list.
 
     Called inside the write unit that queues a message, after the insert: raising rolls
@@ -129,7 +129,7 @@ class Page:
     more: bool  # there are older ones after this page
 
 
-def search(conn: apsw.Connection, account_id: int, *, msisdn: str | None = None,
+def search(conn: Connection, account_id: int, *, msisdn: str | None = None,
            contains: str | None = None, before_id: int | None = None,
            limit: int = 100) -> Page:
     """The account's entries, newest first (a read unit).
@@ -157,7 +157,7 @@ def search(conn: apsw.Connection, account_id: int, *, msisdn: str | None = None,
     return Page(entries, int(total_row[0]) if total_row else 0, len(rows) > limit)
 
 
-def suppressed_count(conn: apsw.Connection, account_id: int, list_id: int) -> int:
+def suppressed_count(conn: Connection, account_id: int, list_id: int) -> int:
     """How many of a list's contacts are on the account's suppression list (a read unit):
     the messages a campaign to the list would create ``CANCELLED`` (its dry run's
     ``suppressed``)."""

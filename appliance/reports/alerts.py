@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import apsw
 import httpx
 
 from appliance.clock import iso
@@ -30,6 +29,7 @@ from appliance.config import Settings
 from appliance.outgoing_http import async_client
 from appliance.reports.coverage import Coverage, InboxHealth, coverage, inbox_health, overdue
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.alerts")
 LOOP = "alerts"
@@ -45,7 +45,7 @@ class Alert:
     message: str
 
 
-def evaluate(conn: apsw.Connection, settings: Settings, now_ms: int) -> list[Alert]:
+def evaluate(conn: Connection, settings: Settings, now_ms: int) -> list[Alert]:
     """The three alerts as of ``now_ms`` (a read unit)."""
     a = settings.alerts
     return alerts_from(
@@ -76,7 +76,7 @@ def alerts_from(cov: Coverage, health: InboxHealth, late: int,
     ]
 
 
-def stored_states(conn: apsw.Connection) -> dict[str, bool]:
+def stored_states(conn: Connection) -> dict[str, bool]:
     """Whether each alert held at the last check (a read unit)."""
     out: dict[str, bool] = {}
     for key, value in conn.execute(
@@ -89,7 +89,7 @@ def stored_states(conn: apsw.Connection) -> dict[str, bool]:
     return out
 
 
-def store_state(conn: apsw.Connection, alert: Alert, now_ms: int) -> None:
+def store_state(conn: Connection, alert: Alert, now_ms: int) -> None:
     value = json.dumps({**asdict(alert), "since": now_ms})
     conn.execute(
         "INSERT INTO appliance_state (key, value, updated_at) VALUES (?, ?, ?)"
@@ -99,7 +99,7 @@ def store_state(conn: apsw.Connection, alert: Alert, now_ms: int) -> None:
 
 
 # A read unit that evaluates a set of alerts: ``(conn, settings, now_ms) -> alerts``.
-AlertSource = Callable[[apsw.Connection, Settings, int], list[Alert]]
+AlertSource = Callable[[Connection, Settings, int], list[Alert]]
 
 
 class AlertWatch:
@@ -148,5 +148,5 @@ class AlertWatch:
         return settings.alerts.check_interval_s
 
 
-def _storing(alert: Alert, now_ms: int) -> Callable[[apsw.Connection], None]:
+def _storing(alert: Alert, now_ms: int) -> Callable[[Connection], None]:
     return lambda conn: store_state(conn, alert, now_ms)

@@ -33,8 +33,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from appliance.reports.aggregate import PartView, aggregate, finalised_at
 from appliance.reports.inbox import (
     WAITING_COLUMNS,
@@ -54,6 +52,8 @@ from appliance.reports.states import (
     decide,
     is_final,
 )
+from appliance.store.connection import Connection
+from appliance.store.errors import STORAGE_ERRORS
 
 _IN_CHUNK = 500
 # A part row in this state was never taken by the provider: no report is about it.
@@ -89,7 +89,7 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def find_message(conn: apsw.Connection, row: Waiting) -> MessageState | None:
+def find_message(conn: Connection, row: Waiting) -> MessageState | None:
     """The message a report is about, if it is in the database yet (MSG-6: only among
     the messages sent through the provider that sent the report)."""
     select = ("SELECT id, ref, state, state_at, finalised_at, provider_msg_id, error"
@@ -116,7 +116,7 @@ def find_message(conn: apsw.Connection, row: Waiting) -> MessageState | None:
                         _text(found[6]))
 
 
-def read_parts(conn: apsw.Connection, message: MessageState) -> list[PartState]:
+def read_parts(conn: Connection, message: MessageState) -> list[PartState]:
     """The message's parts; one standing where the message stands if none is recorded.
 
     No part rows: the message's submission answer said nothing of its parts (a
@@ -173,7 +173,7 @@ _UPDATE_PART = (
 )
 
 
-def settle(conn: apsw.Connection, row: Waiting, now_ms: int) -> Verdict:
+def settle(conn: Connection, row: Waiting, now_ms: int) -> Verdict:
     """Apply ``row`` to its message's parts, keep it as history, or leave it waiting."""
     message = find_message(conn, row)
     if message is None or message.state in NOT_YET_SENT:
@@ -231,13 +231,15 @@ class Receipt:
     waiting: list[str] = field(default_factory=list)  # refs (or provider ids) left waiting
 
 
-def receive(conn: apsw.Connection, raw: RawCallback, reports: Sequence[InboxReport],
+def receive(conn: Connection, raw: RawCallback, reports: Sequence[InboxReport],
             parse_error: str | None, now_ms: int) -> Receipt:
     """The callback's write unit: store it raw (DLR-2), then file and apply its reports.
 
     The raw row is written first; the interpretation runs under its own savepoint, so
     a report that cannot be filed or applied leaves the raw callback stored (marked
-    unparsed, with the reason) and the caller still answers ``2xx``.
+    unparsed, with the reason) and the caller still answers ``2xx``. A storage error
+    (on PostgreSQL also a deadlock with another process) fails the whole unit instead:
+    nothing is stored, the caller answers ``503`` and the provider sends it again.
     """
     raw_id = store_raw(conn, raw, now_ms, parsed=parse_error is None, error=parse_error)
     receipt = Receipt(raw_id, error=parse_error)
@@ -255,6 +257,10 @@ def receive(conn: apsw.Connection, raw: RawCallback, reports: Sequence[InboxRepo
             receipt.outcomes[verdict.value] = receipt.outcomes.get(verdict.value, 0) + 1
             if verdict is Verdict.WAIT:
                 receipt.waiting.append(report.ref or f"{report.provider}:{report.provider_msg_id}")
+    except STORAGE_ERRORS:
+        # Not the report's fault (a lost connection, another process's lock): the whole
+        # unit fails, so the caller answers 503 and the provider sends it again.
+        raise
     except Exception as exc:  # keep the raw callback whatever interpretation does
         conn.execute("ROLLBACK TO interpret")
         conn.execute("RELEASE interpret")
@@ -270,7 +276,7 @@ def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
         yield values[start:start + _IN_CHUNK]
 
 
-def apply_waiting_for_refs(conn: apsw.Connection, refs: Iterable[str], now_ms: int,
+def apply_waiting_for_refs(conn: Connection, refs: Iterable[str], now_ms: int,
                            provider_ids: Iterable[tuple[str, str]] = (),
                            provider: str | None = None) -> int:
     """DLR-6: apply the reports waiting for these just-recorded messages.
@@ -309,7 +315,7 @@ def apply_waiting_for_refs(conn: apsw.Connection, refs: Iterable[str], now_ms: i
     return matched
 
 
-def settle_due(conn: apsw.Connection, rows: Sequence[Waiting], now_ms: int) -> dict[str, int]:
+def settle_due(conn: Connection, rows: Sequence[Waiting], now_ms: int) -> dict[str, int]:
     """Try each due row once (the reconciler's unit); counts by verdict."""
     counts: dict[str, int] = {}
     for row in rows:

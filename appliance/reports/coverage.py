@@ -32,8 +32,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import apsw
-
 from appliance.reports.states import (
     CUT_OFF,
     FINAL_STATES,
@@ -41,6 +39,7 @@ from appliance.reports.states import (
     OPEN_AFTER_SUBMIT,
     REPORTED_FINAL,
 )
+from appliance.store.connection import Connection
 from appliance.store.rollups import counts, created_between
 
 HOUR_MS = 3_600_000
@@ -102,13 +101,13 @@ def _hours(found: dict[tuple[int, str], int]) -> list[HourRow]:
     return [HourRow(hour * HOUR_MS, *by_hour[hour]) for hour in sorted(by_hour, reverse=True)]
 
 
-def coverage(conn: apsw.Connection, now_ms: int, window_hours: float, settle_hours: float,
+def coverage(conn: Connection, now_ms: int, window_hours: float, settle_hours: float,
              account_id: int | None = None) -> Coverage:
     return coverage_of(open_by_hour(conn, now_ms, window_hours, settle_hours, account_id),
                        now_ms, window_hours, settle_hours)
 
 
-def open_by_hour(conn: apsw.Connection, now_ms: int, window_hours: float,
+def open_by_hour(conn: Connection, now_ms: int, window_hours: float,
                  settle_hours: float, account_id: int | None = None) -> list[HourRow]:
     """Per hour of creation in the coverage window, newest first (:func:`coverage_of`
     sums it into the window's figures)."""
@@ -149,7 +148,7 @@ class Live:
                 "still_due": self.still_due}
 
 
-def live_by_hour(conn: apsw.Connection, now_ms: int, settle_hours: float,
+def live_by_hour(conn: Connection, now_ms: int, settle_hours: float,
                  delivery_window_hours: float, account_id: int | None = None
                  ) -> tuple[Live, list[HourRow]]:
     """The messages created in the settle time (``[now - settle, now]``): their figures
@@ -176,7 +175,7 @@ class InboxHealth:
     quarantined: int  # authenticated callbacks kept raw because they could not be read
 
 
-def inbox_health(conn: apsw.Connection, now_ms: int) -> InboxHealth:
+def inbox_health(conn: Connection, now_ms: int) -> InboxHealth:
     row = conn.execute(
         "SELECT min(received_at) FROM report_inbox WHERE applied_at IS NULL").fetchone()
     oldest = None if row is None or row[0] is None else round(
@@ -185,7 +184,7 @@ def inbox_health(conn: apsw.Connection, now_ms: int) -> InboxHealth:
                        counts(conn, "raw_reports").get("quarantined", 0))
 
 
-def overdue(conn: apsw.Connection, now_ms: int, delivery_window_hours: float,
+def overdue(conn: Connection, now_ms: int, delivery_window_hours: float,
             lookback_hours: float, account_id: int | None = None) -> int:
     """Messages past the delivery window without a final report: still open, or cut
     off to ``UNKNOWN`` when they were submitted within ``lookback`` of the window."""

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import apsw
-
 from appliance.reports.aggregate import Aggregate, PartView, aggregate, finalised_at
 from appliance.reports.states import CUT_OFF, OPEN_AFTER_SUBMIT
 from appliance.service import Appliance
 from appliance.store.changes import executemany_changes
+from appliance.store.connection import Connection
 
 LOOP = "cutoff"
 HOUR_MS = 3_600_000
@@ -28,7 +27,7 @@ _MARKS = ",".join("?" * len(_OPEN))
 CUT_OFF_ERROR = "no final report within the delivery window"
 
 
-def overdue_ids(conn: apsw.Connection, submitted_before: int, limit: int) -> list[int]:
+def overdue_ids(conn: Connection, submitted_before: int, limit: int) -> list[int]:
     """Open messages submitted before ``submitted_before`` (a read unit)."""
     ids = [int(r[0]) for r in conn.execute(
         f"SELECT id FROM messages WHERE state IN ({_MARKS}) AND submitted_at < ? LIMIT ?",
@@ -40,7 +39,7 @@ def overdue_ids(conn: apsw.Connection, submitted_before: int, limit: int) -> lis
     return ids
 
 
-def cut_off(conn: apsw.Connection, ids: list[int], now_ms: int) -> int:
+def cut_off(conn: Connection, ids: list[int], now_ms: int) -> int:
     """Move these messages to ``UNKNOWN`` unless a report closed them meanwhile;
     returns how many moved (a write unit).
 

@@ -59,6 +59,8 @@ def _pct(value: float | None) -> str:
 
 def run_doctor(settings: Settings, as_json: bool = False) -> tuple[int, str]:
     """(exit status, text to print)."""
+    if settings.database_url:
+        return _doctor_postgresql(settings, as_json)
     path = settings.db_path
     if not path.exists():
         return 2, f"no database at {path}: nothing to diagnose"
@@ -66,6 +68,24 @@ def run_doctor(settings: Settings, as_json: bool = False) -> tuple[int, str]:
     try:
         now = Clock.from_env().now_ms()
         data = in_snapshot(conn, lambda c: summary(c, settings, now))
+    finally:
+        conn.close()
+    text = json.dumps(data, indent=2) if as_json else render(data)
+    return (1 if any(a["firing"] for a in data["alerts"]) else 0), text
+
+
+def _doctor_postgresql(settings: Settings, as_json: bool) -> tuple[int, str]:
+    from appliance.store import pg_store
+    from appliance.store.errors import STORE_ERRORS
+    from appliance.store.pg import PgConnection
+
+    try:
+        conn = PgConnection.connect(settings.database_url, application_name="appliance-doctor")
+    except STORE_ERRORS as exc:
+        return 2, f"cannot reach {pg_store.redacted(settings.database_url)}: {exc}"
+    try:
+        now = Clock.from_env().now_ms()
+        data = pg_store.in_snapshot(conn, lambda c: summary(c, settings, now))
     finally:
         conn.close()
     text = json.dumps(data, indent=2) if as_json else render(data)

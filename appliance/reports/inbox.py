@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import apsw
-
 from appliance.providers import ParsedReport
+from appliance.store import dialect
+from appliance.store.connection import Connection
 
 # DLR-4: seconds before the next match attempt, by attempts already made.
 BACKOFF_S = (1, 5, 15, 60, 300, 1800, 7200, 21600)
@@ -98,7 +98,7 @@ def waiting_from_row(row: tuple[object, ...]) -> Waiting:
     )
 
 
-def store_raw(conn: apsw.Connection, raw: RawCallback, now_ms: int, parsed: bool,
+def store_raw(conn: Connection, raw: RawCallback, now_ms: int, parsed: bool,
               error: str | None) -> int:
     """Keep the callback as received; returns its id."""
     row = conn.execute(
@@ -111,11 +111,11 @@ def store_raw(conn: apsw.Connection, raw: RawCallback, now_ms: int, parsed: bool
     return int(row[0])
 
 
-def mark_raw_unparsed(conn: apsw.Connection, raw_id: int, error: str) -> None:
+def mark_raw_unparsed(conn: Connection, raw_id: int, error: str) -> None:
     conn.execute("UPDATE raw_reports SET parsed = 0, error = ? WHERE id = ?", (error, raw_id))
 
 
-def file_report(conn: apsw.Connection, report: InboxReport, raw_id: int | None,
+def file_report(conn: Connection, report: InboxReport, raw_id: int | None,
                 now_ms: int) -> Waiting | None:
     """File ``report``; the new waiting row, or ``None`` when it is a repeat."""
     row = conn.execute(
@@ -134,7 +134,7 @@ def file_report(conn: apsw.Connection, report: InboxReport, raw_id: int | None,
     return waiting_from_row(row)
 
 
-def defer(conn: apsw.Connection, row: Waiting, now_ms: int) -> int:
+def defer(conn: Connection, row: Waiting, now_ms: int) -> int:
     """Record a failed match attempt; returns when the next one is due."""
     due = now_ms + next_delay_ms(row.attempts)
     conn.execute(
@@ -144,15 +144,18 @@ def defer(conn: apsw.Connection, row: Waiting, now_ms: int) -> int:
     return due
 
 
-def due_rows(conn: apsw.Connection, now_ms: int, limit: int) -> list[Waiting]:
-    """Waiting rows whose next attempt is due, oldest due first."""
+def due_rows(conn: Connection, now_ms: int, limit: int, claim: bool = False) -> list[Waiting]:
+    """Waiting rows whose next attempt is due, oldest due first. ``claim`` (in the write
+    unit that settles them): on PostgreSQL, locked to this unit and passed over by
+    another process's reconciler (``SKIP LOCKED``), so two never settle the same row."""
+    lock = dialect.of(conn).skip_locked if claim else ""
     return [waiting_from_row(r) for r in conn.execute(
         "SELECT " + WAITING_COLUMNS + " FROM report_inbox"
-        " WHERE applied_at IS NULL AND next_try_at <= ? ORDER BY next_try_at LIMIT ?",
+        f" WHERE applied_at IS NULL AND next_try_at <= ? ORDER BY next_try_at LIMIT ?{lock}",
         (now_ms, limit))]
 
 
-def next_due_at(conn: apsw.Connection) -> int | None:
+def next_due_at(conn: Connection) -> int | None:
     """When the earliest waiting row is next due (a read unit)."""
     row = conn.execute(
         "SELECT min(next_try_at) FROM report_inbox WHERE applied_at IS NULL").fetchone()

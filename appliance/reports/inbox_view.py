@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
+from appliance.store.connection import Connection
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,13 @@ class ProviderWaiting:
     oldest_received_at: int
 
 
-def waiting_by_provider(conn: apsw.Connection) -> list[ProviderWaiting]:
+def waiting_by_provider(conn: Connection) -> list[ProviderWaiting]:
     return [ProviderWaiting(str(r[0]), int(r[1]), int(r[2])) for r in conn.execute(
         "SELECT provider, count(*), min(received_at) FROM report_inbox"
         " WHERE applied_at IS NULL GROUP BY provider ORDER BY provider")]
 
 
-def waiting_reports(conn: apsw.Connection, provider: str | None = None, limit: int = 200,
+def waiting_reports(conn: Connection, provider: str | None = None, limit: int = 200,
                     newest_first: bool = False) -> list[WaitingReport]:
     """Reports waiting for their message, oldest (or newest) received first."""
     where, args = "applied_at IS NULL", []

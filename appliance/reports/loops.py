@@ -1,5 +1,7 @@
 """Registers the report loops with the scheduler: reconciler, cut-off, alerts, reparse,
-and the folding of changed messages into the kept counts (``rollups``)."""
+and the folding of changed messages into the kept counts (``rollups``). With several
+processes on PostgreSQL all but the reconciler run in one process at a time
+(:meth:`appliance.service.Appliance.singleton`); the reconciler's units are guarded."""
 
 from __future__ import annotations
 
@@ -16,15 +18,17 @@ def install(appliance: Appliance) -> None:
     cut = cutoff.CutOff(appliance)
     watch = alerts.AlertWatch(appliance)
     appliance.scheduler.add(reconciler.LOOP, rec.step, interval_s=reconciler.POLL_S)
-    appliance.scheduler.add(cutoff.LOOP, cut.step, interval_s=cut.interval_s)
-    appliance.scheduler.add(alerts.LOOP, watch.step,
+    one = appliance.singleton  # on PostgreSQL: in one process at a time
+    appliance.scheduler.add(cutoff.LOOP, one(cutoff.LOOP, cut.step), interval_s=cut.interval_s)
+    appliance.scheduler.add(alerts.LOOP, one(alerts.LOOP, watch.step),
                             interval_s=appliance.settings.alerts.check_interval_s)
     again = reparse.Reparser(appliance)
-    appliance.scheduler.add(reparse.LOOP, again.step, interval_s=reparse.INTERVAL_S)
+    appliance.scheduler.add(reparse.LOOP, one(reparse.LOOP, again.step),
+                            interval_s=reparse.INTERVAL_S)
 
     async def fold() -> float | None:
         # Readers are exact without it; it keeps what they add in small.
         moved = await appliance.store.writer.run(rollups.fold)
         return 0 if moved >= rollups.FOLD_BATCH else ROLLUPS_IDLE_S
 
-    appliance.scheduler.add(ROLLUPS_LOOP, fold, interval_s=ROLLUPS_IDLE_S)
+    appliance.scheduler.add(ROLLUPS_LOOP, one(ROLLUPS_LOOP, fold), interval_s=ROLLUPS_IDLE_S)

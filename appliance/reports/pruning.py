@@ -12,10 +12,10 @@ Each function is a write unit removing at most ``batch`` rows; the retention loo
 
 from __future__ import annotations
 
-import apsw
+from appliance.store.connection import Connection
 
 
-def prune_inbox(conn: apsw.Connection, cutoff_ms: int, batch: int) -> int:
+def prune_inbox(conn: Connection, cutoff_ms: int, batch: int) -> int:
     conn.execute(
         "DELETE FROM report_inbox WHERE id IN (SELECT id FROM report_inbox"
         " WHERE received_at < ? AND applied_at IS NULL ORDER BY received_at LIMIT ?)",
@@ -23,7 +23,7 @@ def prune_inbox(conn: apsw.Connection, cutoff_ms: int, batch: int) -> int:
     return int(conn.changes())
 
 
-def prune_raw_reports(conn: apsw.Connection, cutoff_ms: int, batch: int) -> int:
+def prune_raw_reports(conn: Connection, cutoff_ms: int, batch: int) -> int:
     conn.execute(
         "DELETE FROM raw_reports WHERE id IN (SELECT id FROM raw_reports"
         " WHERE received_at < ? ORDER BY received_at LIMIT ?)",

@@ -33,7 +33,7 @@ class Reconciler:
         if due_at > now:
             return min(POLL_S, (due_at - now) / 1000)
         counts = await store.writer.run(
-            lambda c: settle_due(c, due_rows(c, now, self.batch), now))
+            lambda c: settle_due(c, due_rows(c, now, self.batch, claim=True), now))
         for verdict, n in counts.items():
             self.totals[verdict] = self.totals.get(verdict, 0) + n
         return 0 if sum(counts.values()) >= self.batch else POLL_S

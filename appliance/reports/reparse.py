@@ -15,12 +15,11 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import apsw
-
 from appliance.providers import CallbackRequest, ReportParseError, ReportReader
 from appliance.reports.apply import settle
 from appliance.reports.inbox import file_report, from_parsed
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.reports")
 LOOP = "reparse"
@@ -34,7 +33,7 @@ class Reparsed:
     reports: int = 0
 
 
-def reparse(conn: apsw.Connection, adapters: Mapping[str, ReportReader], now_ms: int,
+def reparse(conn: Connection, adapters: Mapping[str, ReportReader], now_ms: int,
             after_id: int, limit: int) -> tuple[Reparsed, int]:
     """Offer up to ``limit`` quarantined callbacks with ``id > after_id`` to their
     adapters again (a write unit). Returns the counts and the last id looked at."""

@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-import apsw
-
 from appliance.clock import iso
 from appliance.config import Settings
 from appliance.ops.alerts import ops_alerts
@@ -27,9 +25,10 @@ from appliance.reports.coverage import (
     open_by_hour,
     overdue,
 )
+from appliance.store.connection import Connection
 
 
-def summary(conn: apsw.Connection, settings: Settings, now_ms: int,
+def summary(conn: Connection, settings: Settings, now_ms: int,
             account_id: int | None = None) -> dict[str, Any]:
     """Coverage, delivery rate, open-by-hour and overdue (of one account, or all), the
     inbox and the alerts (the appliance's) as JSON-ready data (a read unit)."""

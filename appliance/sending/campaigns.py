@@ -26,14 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from appliance.optout.suppressions import SUPPRESSED, suppressed_count
 from appliance.reports.states import FINAL_STATES
 from appliance.sending.personalise import Template, as_written, parse
 from appliance.sending.segments import Segmentation, segment
 from appliance.sending.windows import SendWindow, window_of
 from appliance.store.changes import executemany_changes
+from appliance.store.connection import Connection
+from appliance.store.singleton import one_at_a_time
 
 EXPANSION_CHUNK = 2000
 # Messages still to be sent (or being sent): a campaign with any is not done.
@@ -161,7 +161,7 @@ class DryRun:
         return self.longest
 
 
-def _list_id(conn: apsw.Connection, account_id: int, list_name: str) -> int:
+def _list_id(conn: Connection, account_id: int, list_name: str) -> int:
     lst = conn.execute(
         "SELECT id FROM lists WHERE account_id = ? AND name = ? AND deleted_at IS NULL",
         (account_id, list_name),
@@ -175,7 +175,7 @@ def _better(seg: Segmentation, than: Segmentation | None) -> bool:
     return than is None or (seg.count, seg.units) > (than.count, than.units)
 
 
-def dry_run(conn: apsw.Connection, account_id: int, list_name: str, provider: str,
+def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
             body: str, template: Template | None = None) -> DryRun:
     """Count what a campaign to ``list_name`` would send (a read unit; writes nothing).
 
@@ -283,7 +283,7 @@ def _campaign(row: Any) -> Campaign:
     return Campaign(*row)
 
 
-def create_campaign(conn: apsw.Connection, new: NewCampaign, now_ms: int,
+def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
                     through_contact_id: int | None = None) -> tuple[Campaign, bool]:
     """Write the campaign row (a write unit); the same key gives back the same campaign.
 
@@ -307,6 +307,9 @@ def create_campaign(conn: apsw.Connection, new: NewCampaign, now_ms: int,
             )
         return found, False
     through = 2**62 if through_contact_id is None else through_contact_id
+    # Ids are not in commit order across processes: wait for the list's chunks being
+    # committed elsewhere, so that "up to the largest id" is the list as it is.
+    one_at_a_time(conn, f"list:{list_id}")
     row: Any = conn.execute(
         "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM contacts WHERE list_id = ? AND id <= ?",
         (list_id, through)).fetchone()
@@ -327,7 +330,7 @@ def create_campaign(conn: apsw.Connection, new: NewCampaign, now_ms: int,
     return got, True
 
 
-def get_campaign(conn: apsw.Connection, campaign_id: int,
+def get_campaign(conn: Connection, campaign_id: int,
                  account_id: int | None = None) -> Campaign | None:
     sql = f"SELECT {COLUMNS} FROM campaigns c JOIN lists l ON l.id = c.list_id WHERE c.id = ?"
     args: tuple[int, ...] = (campaign_id,)
@@ -338,7 +341,7 @@ def get_campaign(conn: apsw.Connection, campaign_id: int,
     return None if row is None else _campaign(row)
 
 
-def campaign_progress(conn: apsw.Connection, campaign: Campaign, now_ms: int = 0) -> Progress:
+def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> Progress:
     """Counts, parts and the state shown, from one pass over the campaign's index."""
     rows: list[Any] = conn.execute(
         "SELECT state, COUNT(*), SUM(parts), MAX(parts) FROM messages WHERE campaign_id = ?"
@@ -355,7 +358,7 @@ def campaign_progress(conn: apsw.Connection, campaign: Campaign, now_ms: int = 0
                     parts, most, now_ms)
 
 
-def list_campaigns(conn: apsw.Connection, account_id: int, limit: int = 100,
+def list_campaigns(conn: Connection, account_id: int, limit: int = 100,
                    now_ms: int = 0) -> list[Progress]:
     rows = conn.execute(
         f"SELECT {COLUMNS} FROM campaigns c JOIN lists l ON l.id = c.list_id"
@@ -365,7 +368,7 @@ def list_campaigns(conn: apsw.Connection, account_id: int, limit: int = 100,
     return [campaign_progress(conn, _campaign(r), now_ms) for r in rows]
 
 
-def next_to_expand(conn: apsw.Connection) -> Campaign | None:
+def next_to_expand(conn: Connection) -> Campaign | None:
     """The oldest campaign whose messages are not all created yet (a read unit).
 
     A paused or scheduled campaign is expanded too (the sender does not claim its
@@ -379,7 +382,7 @@ def next_to_expand(conn: apsw.Connection) -> Campaign | None:
     return None if row is None else _campaign(row)
 
 
-def expand_chunk(conn: apsw.Connection, campaign: Campaign, new_ref: Callable[[], str],
+def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str],
                  now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0) -> int:
     """Create the messages for the next ``chunk`` contacts (a write unit).
 
@@ -435,14 +438,14 @@ def expand_chunk(conn: apsw.Connection, campaign: Campaign, new_ref: Callable[[]
 
 # -- steering (OPS-2) ----------------------------------------------------------------
 
-def _owned(conn: apsw.Connection, campaign_id: int, account_id: int) -> Campaign:
+def _owned(conn: Connection, campaign_id: int, account_id: int) -> Campaign:
     found = get_campaign(conn, campaign_id, account_id)
     if found is None:
         raise NoSuchCampaign("no such campaign")
     return found
 
 
-def _has_unsent(conn: apsw.Connection, campaign: Campaign) -> bool:
+def _has_unsent(conn: Connection, campaign: Campaign) -> bool:
     if not campaign.expanded:
         return True
     row = conn.execute(
@@ -458,7 +461,7 @@ def release_claimed_sql(campaign: bool) -> str:
             f" AND provider = ?{where}")
 
 
-def pause_campaign(conn: apsw.Connection, campaign_id: int, account_id: int,
+def pause_campaign(conn: Connection, campaign_id: int, account_id: int,
                    now_ms: int) -> Campaign:
     """Pause (a write unit): nothing more of it is claimed, and what the sender had
     reserved is given back, so from this commit on none of its messages starts to be
@@ -477,7 +480,7 @@ def pause_campaign(conn: apsw.Connection, campaign_id: int, account_id: int,
     return got
 
 
-def resume_campaign(conn: apsw.Connection, campaign_id: int, account_id: int,
+def resume_campaign(conn: Connection, campaign_id: int, account_id: int,
                     now_ms: int) -> Campaign:
     """Resume a paused campaign (a write unit); a running one is left as it is."""
     found = _owned(conn, campaign_id, account_id)
@@ -491,7 +494,7 @@ def resume_campaign(conn: apsw.Connection, campaign_id: int, account_id: int,
     return got
 
 
-def cancel_campaign(conn: apsw.Connection, campaign_id: int, account_id: int,
+def cancel_campaign(conn: Connection, campaign_id: int, account_id: int,
                     now_ms: int) -> tuple[Campaign, int]:
     """Cancel (a write unit): every message not yet sent (``QUEUED``, ``RETRY``, reserved
     or not) becomes ``CANCELLED``, final and never sent, and no more are created.
@@ -517,7 +520,7 @@ def cancel_campaign(conn: apsw.Connection, campaign_id: int, account_id: int,
     return got, cancelled
 
 
-def sendable_campaigns(conn: apsw.Connection, ids: list[int]) -> dict[int, Campaign]:
+def sendable_campaigns(conn: Connection, ids: list[int]) -> dict[int, Campaign]:
     """These campaigns' rows, by id (a read inside the claim)."""
     if not ids:
         return {}

@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from appliance.sending.messages import MESSAGE_COLUMNS, Message
+from appliance.store.connection import Connection
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class MessageFilter:
                                        self.created_from, self.created_to))
 
 
-def search_messages(conn: apsw.Connection, account_id: int, f: MessageFilter,
+def search_messages(conn: Connection, account_id: int, f: MessageFilter,
                     before_id: int | None = None, limit: int = 100) -> list[Message]:
     where = ["account_id = ?"]
     args: list[Any] = [account_id]
@@ -56,7 +55,7 @@ def search_messages(conn: apsw.Connection, account_id: int, f: MessageFilter,
     return [Message(*r) for r in rows]
 
 
-def campaign_choices(conn: apsw.Connection, account_id: int,
+def campaign_choices(conn: Connection, account_id: int,
                      limit: int = 200) -> list[tuple[int, str]]:
     """(campaign id, list name) of the account's latest campaigns."""
     return [(int(r[0]), str(r[1])) for r in conn.execute(

@@ -31,8 +31,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import apsw
-
 from appliance.optout.suppressions import IS_SUPPRESSED_SQL, SUPPRESSED
 from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.reports.aggregate import message_state
@@ -46,7 +44,10 @@ from appliance.sending.campaigns import (
 )
 from appliance.sending.segments import Segmentation, segment
 from appliance.sending.windows import SendWindow
+from appliance.store import dialect
 from appliance.store.changes import executemany_changes
+from appliance.store.connection import Connection
+from appliance.store.owner import OWNER, dead_owners
 
 # Backoff for transient failures: 2 s x 2^(attempt-1), capped, plus up to 25% jitter.
 BACKOFF_BASE_S = 2.0
@@ -132,7 +133,7 @@ class Recorded:
     applied_reports: int = 0
 
 
-def insert_message(conn: apsw.Connection, new: NewMessage, ref: str, now_ms: int,
+def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
                    seg: Segmentation | None = None) -> Accepted:
     """Accept one message as ``QUEUED`` (a write unit), honouring the idempotency key.
 
@@ -170,7 +171,7 @@ def _chunks(values: list[int]) -> Iterable[list[int]]:
         yield values[start:start + _IN_CHUNK]
 
 
-def known_parts(conn: apsw.Connection, ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+def known_parts(conn: Connection, ids: list[int]) -> dict[int, list[tuple[int, str]]]:
     """``(part, state)`` of the part rows of these messages, by message id."""
     out: dict[int, list[tuple[int, str]]] = {}
     for chunk in _chunks(ids):
@@ -199,10 +200,11 @@ HIGH_LANE = Lane(PRIORITY_HIGH, None)
 NORMAL_SINGLES = Lane(PRIORITY_NORMAL, None)
 
 
-def _reserve(conn: apsw.Connection, provider: str, lane: Lane, now_ms: int, stamp: int,
+def _reserve(conn: Connection, provider: str, lane: Lane, now_ms: int, stamp: int,
              limit: int) -> list[int]:
     """Reserve up to ``limit`` due messages of one lane: ``RETRY`` first, then
-    ``QUEUED``, each oldest first (a write unit's part)."""
+    ``QUEUED``, each oldest first (a write unit's part). On PostgreSQL the rows another
+    process is reserving are passed over (``SKIP LOCKED``)."""
     ids: list[int] = []
     camp = "campaign_id IS NULL" if lane.campaign_id is None else "campaign_id = ?"
     lane_args: tuple[Any, ...] = () if lane.campaign_id is None else (lane.campaign_id,)
@@ -212,15 +214,15 @@ def _reserve(conn: apsw.Connection, provider: str, lane: Lane, now_ms: int, stam
         ids += [int(r[0]) for r in conn.execute(
             f"SELECT id FROM messages WHERE {_WAITING} AND state = ? AND provider = ?"
             f" AND priority = ? AND {camp} AND next_attempt_at <= ?"
-            " ORDER BY next_attempt_at LIMIT ?",
+            f" ORDER BY next_attempt_at LIMIT ?{dialect.of(conn).skip_locked}",
             (state, provider, lane.priority, *lane_args, now_ms, limit - len(ids)))]
     for chunk in _chunks(ids):
-        conn.execute(f"UPDATE messages SET claimed_at = ? WHERE id IN"
-                     f" ({','.join('?' * len(chunk))})", (stamp, *chunk))
+        conn.execute(f"UPDATE messages SET claimed_at = ?, lease_owner = ? WHERE id IN"
+                     f" ({','.join('?' * len(chunk))})", (stamp, OWNER, *chunk))
     return ids
 
 
-def campaigns_waiting(conn: apsw.Connection, provider: str) -> list[int]:
+def campaigns_waiting(conn: Connection, provider: str) -> list[int]:
     """Campaigns of ``provider`` with messages waiting to be claimed: one index seek per
     campaign (a skip over ``messages_lanes``), whatever their backlog."""
     found: list[int] = []
@@ -236,7 +238,7 @@ def campaigns_waiting(conn: apsw.Connection, provider: str) -> list[int]:
         found.append(last)
 
 
-def _fair_shares(conn: apsw.Connection, provider: str, lanes: list[Lane], now_ms: int,
+def _fair_shares(conn: Connection, provider: str, lanes: list[Lane], now_ms: int,
                  stamp: int, room: int) -> dict[Lane, list[int]]:
     """Split ``room`` between ``lanes`` evenly (the first lanes get the remainder); what
     a lane cannot use goes to the others."""
@@ -261,7 +263,7 @@ def _fair_shares(conn: apsw.Connection, provider: str, lanes: list[Lane], now_ms
     return got
 
 
-def claim_due(conn: apsw.Connection, provider: str, now_ms: int, limit: int,
+def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
               turn: int = 0, normal_limit: int | None = None) -> list[Claimed]:
     """Reserve up to ``limit`` due messages of ``provider`` for sending (a write unit).
 
@@ -342,7 +344,7 @@ def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
                    camp.window if camp is not None else None)
 
 
-def mark_sending(conn: apsw.Connection, claimed: list[Claimed], now_ms: int) -> list[Claimed]:
+def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int) -> list[Claimed]:
     """Make reserved messages ``SENDING`` just before their bytes go (a write unit).
 
     Only messages still reserved and still ``QUEUED``/``RETRY`` are taken, and a campaign
@@ -356,22 +358,24 @@ def mark_sending(conn: apsw.Connection, claimed: list[Claimed], now_ms: int) -> 
         marks = ",".join("?" * len(chunk))
         rows: list[Any] = conn.execute(
             "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, claimed_at = NULL,"
-            f" updated_at = ? WHERE id IN ({marks}) AND claimed_at IS NOT NULL"
+            f" lease_owner = ?, updated_at = ? WHERE id IN ({marks}) AND claimed_at IS NOT NULL"
             " AND state IN ('QUEUED', 'RETRY') AND (campaign_id IS NULL OR EXISTS"
             " (SELECT 1 FROM campaigns c WHERE c.id = messages.campaign_id"
             " AND c.state = 'RUNNING')) RETURNING id, attempts",
-            (now_ms, *chunk)).fetchall()
+            (OWNER, now_ms, *chunk)).fetchall()
         out += [replace(by_id[int(r[0])], attempts=int(r[1])) for r in rows]
     out.sort(key=lambda m: m.id)
     return out
 
 
-def release_claimed(conn: apsw.Connection, ids: list[int] | None = None,
+def release_claimed(conn: Connection, ids: list[int] | None = None,
                     provider: str | None = None) -> int:
     """Give reserved messages back, unsent (a write unit): these ``ids``, or every one of
     ``provider`` (at start, after a crash). They are claimed again in their turn."""
     released = 0
-    if provider is not None:
+    if provider is not None and dialect.of(conn).is_postgresql:
+        released += _release_orphaned(conn, provider, None)  # not live processes' own
+    elif provider is not None:
         conn.execute(release_claimed_sql(False), (provider,))
         released += conn.changes()
     for chunk in _chunks(ids or []):
@@ -381,7 +385,7 @@ def release_claimed(conn: apsw.Connection, ids: list[int] | None = None,
     return released
 
 
-def next_due_ms(conn: apsw.Connection) -> int | None:
+def next_due_ms(conn: Connection) -> int | None:
     """The earliest ``next_attempt_at`` among resendable messages (a read unit).
 
     One index lookup per state (``messages_due``), whatever the provider: at worst the
@@ -534,7 +538,7 @@ def _plan(batch: _Batch, provider: str, msg: Claimed, outcome: Outcome, now_ms: 
 
 
 def record_outcomes(
-    conn: apsw.Connection,
+    conn: Connection,
     provider: str,
     results: Iterable[tuple[Claimed, Outcome]],
     now_ms: int,
@@ -578,9 +582,10 @@ def record_outcomes(
     return Recorded(applied_reports=applied, **counts)
 
 
-def recover_interrupted(conn: apsw.Connection, provider: str, now_ms: int,
+def recover_interrupted(conn: Connection, provider: str, now_ms: int,
                         dedupes_on_ref: bool, reports_per_part: bool = False) -> int:
-    """Messages left ``SENDING`` by a crash (a write unit, run once at start).
+    """Messages left ``SENDING`` by a crash (a write unit, run at start; on PostgreSQL
+    also from time to time, for other processes' crashes).
 
     Messages that were only reserved were never sent: they are given back first and
     sent in their turn. A ``SENDING`` one was handed to the transport (at most the
@@ -588,13 +593,58 @@ def recover_interrupted(conn: apsw.Connection, provider: str, now_ms: int,
     got it, so it becomes ``UNCERTAIN`` (never resent) or, where the provider drops
     repeats of our ref, ``RETRY``. The parts it was sending become ``UNCERTAIN`` with it.
     Returns how many became ``UNCERTAIN`` (or ``RETRY``).
+
+    On PostgreSQL other processes may be sending right now: only the messages whose
+    ``lease_owner`` is gone (:func:`appliance.store.owner.dead_owners`) were interrupted.
     """
     release_claimed(conn, provider=provider)
+    return _interrupted(conn, provider, now_ms, dedupes_on_ref, reports_per_part)
+
+
+def recover_orphans(conn: Connection, provider: str, now_ms: int, dedupes_on_ref: bool,
+                    reports_per_part: bool = False) -> tuple[int, int]:
+    """Several processes on PostgreSQL (a write unit, run from time to time): give back
+    the reservations of dead processes and any older than :data:`RESERVATION_TTL_MS`
+    (taking one again is safe: :func:`mark_sending` takes a message once), and settle
+    what dead processes were sending, as :func:`recover_interrupted` does.
+    Returns (reservations given back, messages settled)."""
+    released = _release_orphaned(conn, provider, now_ms - RESERVATION_TTL_MS)
+    return released, _interrupted(conn, provider, now_ms, dedupes_on_ref, reports_per_part)
+
+
+RESERVATION_TTL_MS = 60_000
+
+
+def _release_orphaned(conn: Connection, provider: str, reserved_before: int | None) -> int:
+    """Give back the reservations of ``provider`` made by processes that are gone (or by
+    none), and those made before ``reserved_before`` when given."""
+    gone = tuple(sorted(dead_owners(conn, (str(r[0]) for r in conn.execute(
+        "SELECT DISTINCT lease_owner FROM messages WHERE provider = ? AND claimed_at IS NOT"
+        " NULL AND state IN ('QUEUED', 'RETRY') AND lease_owner IS NOT NULL", (provider,))))))
+    whose = "lease_owner IS NULL" + (
+        f" OR lease_owner IN ({','.join('?' * len(gone))})" if gone else "")
+    older = "" if reserved_before is None else " OR claimed_at <= ?"
+    conn.execute("UPDATE messages SET claimed_at = NULL WHERE provider = ? AND claimed_at"
+                 f" IS NOT NULL AND state IN ('QUEUED', 'RETRY') AND ({whose}{older})",
+                 (provider, *gone, *(() if reserved_before is None else (reserved_before,))))
+    return conn.changes()
+
+
+def _interrupted(conn: Connection, provider: str, now_ms: int, dedupes_on_ref: bool,
+                 reports_per_part: bool) -> int:
     state = "RETRY" if dedupes_on_ref else "UNCERTAIN"
+    holders = ""
+    held: tuple[str, ...] = ()
+    if dialect.of(conn).is_postgresql:  # several processes: only the dead ones' sends
+        held = tuple(sorted(dead_owners(conn, (str(r[0]) for r in conn.execute(
+            "SELECT DISTINCT lease_owner FROM messages WHERE state = 'SENDING'"
+            " AND provider = ? AND lease_owner IS NOT NULL", (provider,))))))
+        holders = f" AND (lease_owner IS NULL OR lease_owner IN ({','.join('?' * len(held))}))" \
+            if held else " AND lease_owner IS NULL"
     rows: list[Any] = conn.execute(
         "UPDATE messages SET state = ?, error = ?, updated_at = ?, next_attempt_at = ?"
-        " WHERE state = 'SENDING' AND provider = ? RETURNING id, ref, parts",
-        (state, INTERRUPTED, now_ms, now_ms, provider),
+        f" WHERE state = 'SENDING' AND provider = ?{holders} RETURNING id, ref, parts",
+        (state, INTERRUPTED, now_ms, now_ms, provider, *held),
     ).fetchall()
     refs = [str(r[1]) for r in rows]
     if rows and not dedupes_on_ref:
@@ -631,7 +681,7 @@ class NotUncertain(ValueError):
         self.state = state
 
 
-def resolve_message(conn: apsw.Connection, message_id: int, action: str, actor: str,
+def resolve_message(conn: Connection, message_id: int, action: str, actor: str,
                     now_ms: int) -> str:
     """Decide about one ``UNCERTAIN`` message (a write unit); returns its new state.
 
@@ -675,7 +725,7 @@ def resolve_message(conn: apsw.Connection, message_id: int, action: str, actor: 
     return new_state
 
 
-def resolve_campaign(conn: apsw.Connection, campaign_id: int, action: str, actor: str,
+def resolve_campaign(conn: Connection, campaign_id: int, action: str, actor: str,
                      now_ms: int) -> int:
     """The same decision for every ``UNCERTAIN`` message of a campaign (a write unit);
     returns how many were resolved."""
@@ -697,7 +747,7 @@ class Action:
     at: int
 
 
-def message_actions(conn: apsw.Connection, message_id: int) -> list[Action]:
+def message_actions(conn: Connection, message_id: int) -> list[Action]:
     rows: list[Any] = conn.execute(
         "SELECT action, from_state, to_state, actor, at FROM message_actions"
         " WHERE message_id = ? ORDER BY id", (message_id,)).fetchall()
@@ -768,7 +818,7 @@ def _message(row: Any) -> Message:
     return Message(*row)
 
 
-def get_message(conn: apsw.Connection, ref: str, account_id: int) -> Message | None:
+def get_message(conn: Connection, ref: str, account_id: int) -> Message | None:
     row = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE ref = ? AND account_id = ?",
         (ref, account_id),
@@ -776,7 +826,7 @@ def get_message(conn: apsw.Connection, ref: str, account_id: int) -> Message | N
     return None if row is None else _message(row)
 
 
-def message_history(conn: apsw.Connection, message: Message) -> list[HistoryEntry]:
+def message_history(conn: Connection, message: Message) -> list[HistoryEntry]:
     """Every report kept for the message: applied, stale, or still waiting."""
     rows: list[Any] = conn.execute(
         "SELECT status, state, reported_at, received_at, repeats, outcome, error_code, part"
@@ -787,7 +837,7 @@ def message_history(conn: apsw.Connection, message: Message) -> list[HistoryEntr
     return [HistoryEntry(*r) for r in rows]
 
 
-def message_parts(conn: apsw.Connection, message_id: int) -> list[Part]:
+def message_parts(conn: Connection, message_id: int) -> list[Part]:
     """The message's parts, in order (a read unit); empty before its submission."""
     rows: list[Any] = conn.execute(
         "SELECT part, provider_msg_id, state, state_at, error, submitted_at, finalised_at,"
@@ -796,7 +846,7 @@ def message_parts(conn: apsw.Connection, message_id: int) -> list[Part]:
     return [Part(*r) for r in rows]
 
 
-def messages_for_msisdn(conn: apsw.Connection, account_id: int, msisdn: str,
+def messages_for_msisdn(conn: Connection, account_id: int, msisdn: str,
                         limit: int = 50) -> list[Message]:
     rows = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = ? AND msisdn = ?"

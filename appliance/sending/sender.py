@@ -41,8 +41,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from appliance.providers.base import Outcome, OutgoingMessage, Provider, SubmitResult
 from appliance.sending.campaigns import PRIORITY_HIGH
 from appliance.sending.messages import (
@@ -56,6 +54,7 @@ from appliance.sending.messages import (
     release_claimed,
 )
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.sender")
 LOOP = "sender"
@@ -198,7 +197,7 @@ class Flusher:
         sending = appliance.settings.sending
         waits: list[tuple[str, asyncio.Future[Any]]] = []
 
-        def record_unit(c: apsw.Connection) -> Recorded:
+        def record_unit(c: Connection) -> Recorded:
             return record_outcomes(
                 c, lane.name, [(r.msg, r.outcome) for r in records], now,
                 max_attempts=sending.max_attempts, dedupes_on_ref=provider.dedupes_on_ref,
@@ -430,7 +429,7 @@ class Sender:
         return IDLE_S if wait_s <= 0 else min(IDLE_S, max(0.01, wait_s))
 
     def _claim_unit(self, lane: ProviderLane,
-                    room: int) -> Callable[[apsw.Connection], list[Claimed]]:
+                    room: int) -> Callable[[Connection], list[Claimed]]:
         now = self.appliance.now_ms()
         turn = lane.turn
         return lambda c: claim_due(c, lane.name, now, lane.batch_size, turn, normal_limit=room)
@@ -440,7 +439,7 @@ class Sender:
         dedupes = lane.provider.dedupes_on_ref
         per_part = lane.provider.reports_per_part
 
-        def unit(c: apsw.Connection) -> tuple[int, int]:
+        def unit(c: Connection) -> tuple[int, int]:
             released = release_claimed(c, provider=lane.name)
             return released, recover_interrupted(c, lane.name, now, dedupes, per_part)
 

@@ -19,17 +19,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import apsw
-
 from appliance.reports.apply import apply_waiting_for_refs
 from appliance.smpp.ids import IdEvidence
+from appliance.store.connection import Connection
+from appliance.store.errors import INTEGRITY_ERRORS
 
 
 def state_key(provider: str) -> str:
     return f"smpp.{provider}.id_evidence"
 
 
-def load_evidence(conn: apsw.Connection, provider: str) -> IdEvidence:
+def load_evidence(conn: Connection, provider: str) -> IdEvidence:
     """The evidence kept for ``provider`` (a read unit); none kept: nothing learnt."""
     row: Any = conn.execute("SELECT value FROM appliance_state WHERE key = ?",
                             (state_key(provider),)).fetchone()
@@ -45,7 +45,7 @@ def load_evidence(conn: apsw.Connection, provider: str) -> IdEvidence:
                       text_hex=data.get("text_hex") is True)
 
 
-def save_evidence(conn: apsw.Connection, provider: str, evidence: IdEvidence,
+def save_evidence(conn: Connection, provider: str, evidence: IdEvidence,
                   now_ms: int) -> None:
     """Keep ``evidence`` for ``provider`` (a write unit)."""
     value = json.dumps({"submit_hex": evidence.submit_hex, "text_hex": evidence.text_hex})
@@ -55,7 +55,7 @@ def save_evidence(conn: apsw.Connection, provider: str, evidence: IdEvidence,
         " updated_at = excluded.updated_at", (state_key(provider), value, now_ms))
 
 
-def rekey(conn: apsw.Connection, provider: str, pairs: list[tuple[str, str]],
+def rekey(conn: Connection, provider: str, pairs: list[tuple[str, str]],
           now_ms: int) -> int:
     """Re-file what is stored under each ``old`` key under ``new`` (a write unit);
     returns how many rows changed."""
@@ -87,7 +87,7 @@ def rekey(conn: apsw.Connection, provider: str, pairs: list[tuple[str, str]],
             try:
                 conn.execute("UPDATE report_inbox SET provider_msg_id = ? WHERE id = ?",
                              (new, row_id))
-            except apsw.ConstraintError:
+            except INTEGRITY_ERRORS:
                 continue  # the same receipt is filed under the new key already
             changed += 1
     if changed:

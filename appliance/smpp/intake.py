@@ -36,8 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from appliance.inbound.store import (
     SMPP_CONTENT_TYPE,
     InboundRules,
@@ -50,6 +48,8 @@ from appliance.reports.inbox import InboxReport, RawCallback, file_report, store
 from appliance.reports.states import Verdict
 from appliance.smpp.deliver import Deliver
 from appliance.smpp.submission import LateResponse
+from appliance.store.connection import Connection
+from appliance.store.pg_store import PgWriter
 from appliance.store.writer import Writer
 
 log = logging.getLogger("appliance.smpp")
@@ -82,7 +82,7 @@ def raw_request(provider: str, d: Deliver) -> RawCallback:
                        query="", body=d.raw)
 
 
-def store_receipt(conn: apsw.Connection, provider: str, d: Deliver, now_ms: int) -> str:
+def store_receipt(conn: Connection, provider: str, d: Deliver, now_ms: int) -> str:
     """A receipt's write unit; returns ``applied``, ``waiting``, ``repeat`` or
     ``unreadable``."""
     raw_id = store_raw(conn, raw_request(provider, d), now_ms, parsed=d.receipt is not None,
@@ -109,7 +109,7 @@ def store_receipt(conn: apsw.Connection, provider: str, d: Deliver, now_ms: int)
     return "waiting" if verdict is Verdict.WAIT else "applied"
 
 
-def store_inbound(conn: apsw.Connection, rules: InboundRules, provider: str, d: Deliver,
+def store_inbound(conn: Connection, rules: InboundRules, provider: str, d: Deliver,
                   now_ms: int) -> str:
     """An inbound ``deliver_sm``'s write unit (a message, or one part of one)."""
     if d.error is not None:
@@ -125,7 +125,7 @@ def store_inbound(conn: apsw.Connection, rules: InboundRules, provider: str, d: 
     return "inbound"
 
 
-def concat_ref(conn: apsw.Connection, rules: InboundRules, provider: str, d: Deliver,
+def concat_ref(conn: Connection, rules: InboundRules, provider: str, d: Deliver,
                concat: tuple[int, int, int]) -> str:
     """The reference that joins one sender's parts into one message.
 
@@ -159,7 +159,7 @@ def concat_ref(conn: apsw.Connection, rules: InboundRules, provider: str, d: Del
 class SessionIntake:
     """One SMPP provider's :class:`~appliance.smpp.transport.SessionSink`."""
 
-    def __init__(self, provider: str, writer: Writer, rules: InboundRules,
+    def __init__(self, provider: str, writer: Writer | PgWriter, rules: InboundRules,
                  now_ms: Callable[[], int], on_work: Callable[[], None] | None = None) -> None:
         self.provider = provider
         self.writer = writer
@@ -173,12 +173,12 @@ class SessionIntake:
         now = self.now_ms()
         provider = self.provider
         if d.is_receipt:
-            def unit(c: apsw.Connection) -> str:
+            def unit(c: Connection) -> str:
                 return store_receipt(c, provider, d, now)
         else:
             rules = self.rules
 
-            def unit(c: apsw.Connection) -> str:
+            def unit(c: Connection) -> str:
                 return store_inbound(c, rules, provider, d, now)
         try:
             what = await self.writer.run(unit)

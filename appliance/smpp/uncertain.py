@@ -32,8 +32,6 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from appliance.inbound.store import sender_number
 from appliance.reports.aggregate import message_state
 from appliance.reports.apply import apply_waiting_for_refs
@@ -42,6 +40,7 @@ from appliance.smpp.encoding import payload
 from appliance.smpp.pdu import TLV_MESSAGE_PAYLOAD, PduError, read_short_message
 from appliance.smpp.receipt import parse_text
 from appliance.smpp.submission import LateResponse
+from appliance.store.connection import Connection
 
 ORPHAN_BATCH = 200  # waiting receipts looked at per unit
 # Message states whose state the part change may move (not SENDING: the sender is
@@ -49,7 +48,7 @@ ORPHAN_BATCH = 200  # waiting receipts looked at per unit
 _SETTLED_BY_SENDER = ("RETRY", "UNCERTAIN", "SUBMITTED")
 
 
-def _recompute(conn: apsw.Connection, message_id: int, old_state: str, now_ms: int) -> None:
+def _recompute(conn: Connection, message_id: int, old_state: str, now_ms: int) -> None:
     states = [str(r[0]) for r in conn.execute(
         "SELECT state FROM message_parts WHERE message_id = ?", (message_id,))]
     if not states:
@@ -63,7 +62,7 @@ def _recompute(conn: apsw.Connection, message_id: int, old_state: str, now_ms: i
         " WHERE id = ? AND state = ?", (new, new, now_ms, now_ms, message_id, old_state))
 
 
-def record_late_id(conn: apsw.Connection, provider: str, late: LateResponse,
+def record_late_id(conn: Connection, provider: str, late: LateResponse,
                    now_ms: int) -> str:
     """Record a late ``submit_sm_resp``'s id for its part (a write unit).
 
@@ -112,7 +111,7 @@ class Orphan:
     raw: bytes | None
 
 
-def orphans(conn: apsw.Connection, provider: str, received_before_ms: int, after_id: int,
+def orphans(conn: Connection, provider: str, received_before_ms: int, after_id: int,
             limit: int) -> list[Orphan]:
     """Waiting receipts of ``provider`` with ``id > after_id``, filed before
     ``received_before_ms``, whose id is mapped to no part (a read unit or part of one)."""
@@ -157,7 +156,7 @@ class Swept:
     looked: int = 0  # orphans read (fewer than the limit: there are no more)
 
 
-def match_orphans(conn: apsw.Connection, provider: str, region: str, now_ms: int,
+def match_orphans(conn: Connection, provider: str, region: str, now_ms: int,
                   received_before_ms: int, after_id: int, limit: int = ORPHAN_BATCH) -> Swept:
     """Bind waiting receipts whose id we never learnt to the UNCERTAIN part they are
     about, where exactly one fits (a write unit; see the module docstring)."""
@@ -183,7 +182,7 @@ def match_orphans(conn: apsw.Connection, provider: str, region: str, now_ms: int
     return out
 
 
-def _bind_one(conn: apsw.Connection, provider: str, region: str, o: Orphan,
+def _bind_one(conn: Connection, provider: str, region: str, o: Orphan,
               now_ms: int) -> str:
     assert o.raw is not None
     try:

@@ -308,6 +308,12 @@ class Dialect:
     def is_postgresql(self) -> bool:
         return self.name == "postgresql"
 
+    @property
+    def incremental_blobs(self) -> bool:
+        """Whether a blob can be written piece by piece into a ``zeroblob(n)`` (SQLite's
+        ``blob_open``); PostgreSQL takes a ``BYTEA`` whole."""
+        return self.name == "sqlite"
+
 
 SQLITE: Final = Dialect("sqlite")
 POSTGRESQL: Final = Dialect("postgresql")

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import apsw
+from appliance.store.connection import Connection
 
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
@@ -55,7 +55,7 @@ MESSAGE_RECOUNT = ("SELECT account_id, created_at / 60000, state, count(*) FROM 
 _UNCOUNTED = "counted_state IS DISTINCT FROM state"
 
 
-def fill(conn: apsw.Connection) -> None:
+def fill(conn: Connection) -> None:
     """Rebuild both tables from the rows they count (a write unit)."""
     conn.execute("DELETE FROM message_counts")
     conn.execute("DELETE FROM row_counts")
@@ -66,7 +66,7 @@ def fill(conn: apsw.Connection) -> None:
                      f" FROM ({sql}) AS counted")
 
 
-def _add(conn: apsw.Connection, table_key: tuple[Any, ...], delta: int) -> None:
+def _add(conn: Connection, table_key: tuple[Any, ...], delta: int) -> None:
     if table_key[0] == "row":
         _, name, key = table_key
         conn.execute("INSERT INTO row_counts (name, key, n) VALUES (?, ?, ?)"
@@ -86,7 +86,7 @@ def _add(conn: apsw.Connection, table_key: tuple[Any, ...], delta: int) -> None:
                  " AND n = 0", (account_id, minute, state))
 
 
-def fold(conn: apsw.Connection, limit: int = FOLD_BATCH) -> int:
+def fold(conn: Connection, limit: int = FOLD_BATCH) -> int:
     """Count up to ``limit`` messages under their current state (a write unit); how
     many it moved. Readers give the same figures before and after."""
     rows: list[Any] = conn.execute(
@@ -109,7 +109,7 @@ def fold(conn: apsw.Connection, limit: int = FOLD_BATCH) -> int:
     return len(rows)
 
 
-def counts(conn: apsw.Connection, name: str) -> dict[str, int]:
+def counts(conn: Connection, name: str) -> dict[str, int]:
     """Rows of table ``name`` by key, from ``row_counts`` (keys with none left out);
     for ``messages``, :func:`message_states`."""
     if name == "messages":
@@ -118,7 +118,7 @@ def counts(conn: apsw.Connection, name: str) -> dict[str, int]:
         "SELECT key, n FROM row_counts WHERE name = ? AND n <> 0", (name,))}
 
 
-def _uncounted(conn: apsw.Connection, lo: int | None, hi: int | None,
+def _uncounted(conn: Connection, lo: int | None, hi: int | None,
                account_id: int | None) -> Iterator[tuple[int, str | None, str, int]]:
     """(minute, counted state or None, state, messages) of the uncounted messages
     created in ``[lo, hi)`` (``None``: unbounded)."""
@@ -139,7 +139,7 @@ def _uncounted(conn: apsw.Connection, lo: int | None, hi: int | None,
         yield int(minute), None if counted is None else str(counted), str(state), int(n)
 
 
-def message_states(conn: apsw.Connection) -> dict[str, int]:
+def message_states(conn: Connection) -> dict[str, int]:
     """Messages by state, every account (for ``/metrics``)."""
     out = {str(k): int(n) for k, n in conn.execute(
         "SELECT key, n FROM row_counts WHERE name = 'messages'")}
@@ -150,7 +150,7 @@ def message_states(conn: apsw.Connection) -> dict[str, int]:
     return {k: n for k, n in out.items() if n}
 
 
-def _scan(conn: apsw.Connection, lo: int, hi: int, account_id: int | None
+def _scan(conn: Connection, lo: int, hi: int, account_id: int | None
           ) -> Iterator[tuple[int, str, int]]:
     """(hour, state, messages) created in ``[lo, hi)``, from the covering index."""
     if lo >= hi:
@@ -162,7 +162,7 @@ def _scan(conn: apsw.Connection, lo: int, hi: int, account_id: int | None
         yield int(hour), str(state), int(n)
 
 
-def _minutes(conn: apsw.Connection, first: int, stop: int, account_id: int | None
+def _minutes(conn: Connection, first: int, stop: int, account_id: int | None
              ) -> Iterator[tuple[int, str, int]]:
     """(hour, state, messages) of the whole minutes ``[first, stop)``: the counts, and
     the messages not counted under their state yet."""
@@ -184,7 +184,7 @@ def _minutes(conn: apsw.Connection, first: int, stop: int, account_id: int | Non
         yield minute // 60, state, n
 
 
-def created_between(conn: apsw.Connection, lo: int, hi: int, account_id: int | None = None
+def created_between(conn: Connection, lo: int, hi: int, account_id: int | None = None
                     ) -> dict[tuple[int, str], int]:
     """Messages created in ``[lo, hi)`` (epoch ms), by (hour, state): exactly what
     ``GROUP BY created_at / 3600000, state`` over those messages gives.
@@ -211,7 +211,7 @@ def created_between(conn: apsw.Connection, lo: int, hi: int, account_id: int | N
     return {key: n for key, n in out.items() if n}
 
 
-def drift(conn: apsw.Connection) -> list[str]:
+def drift(conn: Connection) -> list[str]:
     """Where the kept counts (with the messages not folded in yet) differ from a full
     recount; ``[]`` when they agree. Scans every counted table: for tests, not for
     a page."""

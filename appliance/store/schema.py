@@ -13,7 +13,7 @@ from importlib import resources
 
 import apsw
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -208,6 +208,15 @@ CREATE INDEX message_actions_message ON message_actions (message_id);
 """)
 
 
+def add_lease_owners(conn: apsw.Connection) -> None:
+    """Version 9 (SCALE-1): which process holds a message it is sending and an import
+    job it is parsing (``lease_owner``, see :mod:`appliance.store.owner`), so that with
+    several processes on one PostgreSQL database only a dead process's work is taken
+    over. Portable: the same statements run on both backends."""
+    conn.execute("ALTER TABLE messages ADD COLUMN lease_owner TEXT")
+    conn.execute("ALTER TABLE import_jobs ADD COLUMN lease_owner TEXT")
+
+
 def add_rollups(conn: apsw.Connection) -> None:
     """Version 8: counts kept beside the rows they count (``message_counts``,
     ``row_counts``, ``messages.counted_state``), filled from the rows already there
@@ -373,6 +382,7 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     6: add_webhook_outbox,
     7: add_campaign_control,
     8: add_rollups,
+    9: add_lease_owners,
 }
 
 

@@ -92,3 +92,11 @@ def in_unit(conn: Connection, name: str) -> bool:
         return True
     row = conn.execute("SELECT pg_try_advisory_xact_lock(?)", (lock_key(name),)).fetchone()
     return bool(row and row[0])
+
+
+def one_at_a_time(conn: Connection, name: str) -> None:
+    """Inside a write unit: wait until no other process runs a unit under ``name``, and
+    keep it to this unit's commit (``pg_advisory_xact_lock``). Nothing on SQLite, whose
+    one writer already runs one unit at a time."""
+    if dialect.of(conn).is_postgresql:
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (lock_key(name),))

@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import apsw
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -34,6 +33,7 @@ from appliance.sending.refs import looks_like_ref, new_ref
 from appliance.sending.segments import Unsendable, check_sendable
 from appliance.sending.windows import BadWindow, SendWindow
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 from appliance.web.api_imports import read_limited
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, not_found, path_id, storage_full
@@ -188,7 +188,7 @@ def request_actor(request: Request) -> str:
     return f"API key {key[:SHOWN_PREFIX]}"
 
 
-def insert_unless_suppressed(conn: apsw.Connection, new: msgs.NewMessage, ref: str,
+def insert_unless_suppressed(conn: Connection, new: msgs.NewMessage, ref: str,
                              now_ms: int) -> msgs.Accepted:
     """Queue one message (a write unit), unless its number is on the account's
     suppression list: then :class:`~appliance.optout.suppressions.Suppressed` is raised
@@ -303,7 +303,7 @@ async def show_message(request: Request) -> Response:
     return JSONResponse(message_json(*found))
 
 
-def read_message(c: apsw.Connection, ref: str, account_id: int) -> tuple[
+def read_message(c: Connection, ref: str, account_id: int) -> tuple[
         msgs.Message, list[msgs.HistoryEntry], list[msgs.Part], list[msgs.Action]] | None:
     m = msgs.get_message(c, ref, account_id)
     if m is None:
@@ -324,7 +324,7 @@ async def resolve_one(appliance: Appliance, ref: str, account_id: int, action: s
     """Resolve one UNCERTAIN message (API and console); 404 or 409 as ApiError."""
     now = appliance.now_ms()
 
-    def unit(c: apsw.Connection) -> str:
+    def unit(c: Connection) -> str:
         m = msgs.get_message(c, ref, account_id)
         if m is None:
             raise LookupError(ref)
@@ -557,7 +557,7 @@ async def control_campaign(appliance: Appliance, campaign_id: int, account_id: i
     messages it cancelled."""
     now = appliance.now_ms()
 
-    def unit(c: apsw.Connection) -> tuple[camp.Campaign, int]:
+    def unit(c: Connection) -> tuple[camp.Campaign, int]:
         if verb == "pause":
             return camp.pause_campaign(c, campaign_id, account_id, now), 0
         if verb == "resume":
@@ -617,7 +617,7 @@ async def resolve_all(appliance: Appliance, campaign_id: int, account_id: int, a
     """Resolve every UNCERTAIN message of a campaign (API and console)."""
     now = appliance.now_ms()
 
-    def unit(c: apsw.Connection) -> int:
+    def unit(c: Connection) -> int:
         if camp.get_campaign(c, campaign_id, account_id) is None:
             raise camp.NoSuchCampaign("no such campaign")
         return msgs.resolve_campaign(c, campaign_id, action, actor, now)

@@ -26,7 +26,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import anyio.to_thread
-import apsw
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -40,6 +39,7 @@ from appliance.optout import suppressions as sup
 from appliance.optout.suppression_import import MAX_BYTES, MAX_LINES, MAX_REJECTS_SHOWN, ReadList
 from appliance.optout.suppression_import import read_suppressions as read_list
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 from appliance.web.api_imports import read_limited
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, ascii_int, not_found
@@ -178,7 +178,7 @@ class ImportSummary:
 
 
 def _add_chunk(account_id: int, entries: list[tuple[str, str]], source: str, now_ms: int,
-               conn: apsw.Connection) -> int:
+               conn: Connection) -> int:
     return sup.add_many(conn, account_id, entries, source, now_ms)
 
 

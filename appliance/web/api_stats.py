@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import apsw
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.reports.summary import summary
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 from appliance.web.auth import require_account
 from appliance.webhooks.outbox import outbox_health
 
@@ -27,7 +27,7 @@ async def show_stats(request: Request) -> Response:
     now = appliance.now_ms()
     settings = appliance.settings
 
-    def read(c: apsw.Connection) -> dict[str, Any]:  # one snapshot for every figure
+    def read(c: Connection) -> dict[str, Any]:  # one snapshot for every figure
         return {**summary(c, settings, now, account.id),
                 "webhooks": outbox_health(c, now).as_json()}
 

@@ -17,11 +17,11 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-import apsw
 from starlette.requests import Request
 from starlette.responses import Response
 
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 from appliance.users import User
 
 SESSION_COOKIE = "appliance_session"
@@ -55,7 +55,7 @@ def tokens_match(expected: str, presented: str | None) -> bool:
     return hmac.compare_digest(expected.encode("utf-8"), presented.encode("utf-8"))
 
 
-def create_session(conn: apsw.Connection, user_id: int, now_ms: int,
+def create_session(conn: Connection, user_id: int, now_ms: int,
                    ttl_ms: int = SESSION_TTL_MS) -> str:
     """Write unit: a new session for ``user_id``; returns the cookie token in clear.
 
@@ -71,7 +71,7 @@ def create_session(conn: apsw.Connection, user_id: int, now_ms: int,
     return token
 
 
-def session_for(conn: apsw.Connection, token: str, now_ms: int) -> ConsoleSession | None:
+def session_for(conn: Connection, token: str, now_ms: int) -> ConsoleSession | None:
     """Read unit: the live session whose cookie is ``token``, or None."""
     if not token or len(token) > MAX_TOKEN:
         return None
@@ -88,7 +88,7 @@ def session_for(conn: apsw.Connection, token: str, now_ms: int) -> ConsoleSessio
     return ConsoleSession(user, str(row[4]), int(row[5]))
 
 
-def end_session(conn: apsw.Connection, token: str) -> None:
+def end_session(conn: Connection, token: str) -> None:
     """Write unit: forget the session behind ``token`` (sign-out)."""
     conn.execute("DELETE FROM sessions WHERE token_hash = ?", (hash_token(token),))
 

@@ -19,9 +19,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from appliance.clock import iso
+from appliance.store import dialect
+from appliance.store.connection import Connection
 
 ERROR_CHARS = 300
 TRIGGER_NAMES = ("messages_webhook_created", "messages_webhook_changed")
@@ -104,20 +104,22 @@ class Gate:
     paused_until: int = 0
 
 
-def set_receiver(conn: apsw.Connection, url: str | None, now_ms: int) -> Gate:
+def set_receiver(conn: Connection, url: str | None, now_ms: int) -> Gate:
     """Turn events on for ``url`` (the triggers made), or off (``None``: the triggers
     dropped): a write unit, run at each start.
 
     A new URL starts with a clean backoff; the same one keeps where it was, so a restart
     does not hammer a receiver that is down. Events already written stay either way.
     """
-    for name in TRIGGER_NAMES:  # made afresh when on: a new version's triggers take over
+    sqlite = not dialect.of(conn).is_postgresql  # PostgreSQL's: store.pg_triggers.install
+    for name in TRIGGER_NAMES if sqlite else ():  # made afresh: a new version's take over
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
     if url is None:
         conn.execute("UPDATE webhook_receiver SET enabled = 0, updated_at = ? WHERE id = 1",
                      (now_ms,))
         return Gate()
-    conn.execute(TRIGGERS)
+    if sqlite:
+        conn.execute(TRIGGERS)
     conn.execute(
         "INSERT INTO webhook_receiver (id, url, enabled, updated_at) VALUES (1, ?, 1, ?)"
         " ON CONFLICT (id) DO UPDATE SET enabled = 1, updated_at = excluded.updated_at,"
@@ -133,7 +135,7 @@ def set_receiver(conn: apsw.Connection, url: str | None, now_ms: int) -> Gate:
     return Gate(int(row[0]), int(row[1]))
 
 
-def due_events(conn: apsw.Connection, now_ms: int, limit: int) -> tuple[list[Event], int | None]:
+def due_events(conn: Connection, now_ms: int, limit: int) -> tuple[list[Event], int | None]:
     """Up to ``limit`` heads due now, longest due first, and when the next one not due
     yet is (a read unit)."""
     due = [_event(r) for r in conn.execute(
@@ -145,7 +147,7 @@ def due_events(conn: apsw.Connection, now_ms: int, limit: int) -> tuple[list[Eve
     return due, None if row is None or row[0] is None else int(row[0])
 
 
-def mark_delivered(conn: apsw.Connection, event: Event, now_ms: int) -> bool:
+def mark_delivered(conn: Connection, event: Event, now_ms: int) -> bool:
     """The receiver answered ``2xx`` for ``event`` (a write unit): it is delivered, and
     its message's next event becomes the head. False if it was delivered already."""
     conn.execute("UPDATE webhook_outbox SET delivered_at = ?, next_try_at = NULL"
@@ -164,7 +166,7 @@ def mark_delivered(conn: apsw.Connection, event: Event, now_ms: int) -> bool:
     return True
 
 
-def record_failure(conn: apsw.Connection, event: Event, error: str, retry_at: int,
+def record_failure(conn: Connection, event: Event, error: str, retry_at: int,
                    gate: Gate, now_ms: int) -> None:
     """A POST of ``event`` got no ``2xx`` (a write unit): it is tried again at
     ``retry_at``, and the receiver's backoff is ``gate``."""
@@ -178,7 +180,7 @@ def record_failure(conn: apsw.Connection, event: Event, error: str, retry_at: in
         (gate.failures, gate.paused_until, error[:ERROR_CHARS], now_ms, now_ms))
 
 
-def try_now(conn: apsw.Connection, now_ms: int) -> int:
+def try_now(conn: Connection, now_ms: int) -> int:
     """The operator's *Try now* (a write unit): every waiting head is due now and the
     receiver's backoff is over. Returns how many heads were waiting on a backoff."""
     conn.execute("UPDATE webhook_outbox SET next_try_at = ? WHERE next_try_at IS NOT NULL"
@@ -189,7 +191,7 @@ def try_now(conn: apsw.Connection, now_ms: int) -> int:
     return moved
 
 
-def prune_delivered(conn: apsw.Connection, cutoff_ms: int, batch: int) -> int:
+def prune_delivered(conn: Connection, cutoff_ms: int, batch: int) -> int:
     """Delivered events older than ``cutoff_ms`` (a retention write unit); undelivered
     ones are never pruned."""
     conn.execute(
@@ -239,7 +241,7 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def outbox_health(conn: apsw.Connection, now_ms: int) -> OutboxHealth:
+def outbox_health(conn: Connection, now_ms: int) -> OutboxHealth:
     """The outbox's health as of ``now_ms`` (a read unit; index reads only)."""
     count: Any = conn.execute(
         "SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL").fetchone()
@@ -263,7 +265,7 @@ def outbox_health(conn: apsw.Connection, now_ms: int) -> OutboxHealth:
         last_error_at=_int(row[8]))
 
 
-def waiting_events(conn: apsw.Connection, limit: int) -> list[Event]:
+def waiting_events(conn: Connection, limit: int) -> list[Event]:
     """The oldest undelivered events, oldest first (a read unit), for people."""
     return [_event(r) for r in conn.execute(
         f"SELECT {_EVENT_COLUMNS} FROM webhook_outbox WHERE delivered_at IS NULL"

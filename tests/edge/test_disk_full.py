@@ -19,8 +19,7 @@ import httpx
 import pytest
 
 from tests.edge.support import edge_config, signed_callback
-from tests.harness import Server, create_account, wait_for
-from tests.imports.test_import_api import db_rows
+from tests.harness import Server, create_account, db_rows, wait_for
 from tests.web.console_support import create_user, sign_in
 
 RESERVE = 8 * 1024 * 1024

@@ -20,8 +20,7 @@ import pytest
 
 from appliance.web.csv_export import spreadsheet_safe
 from tests.edge.support import edge_config, signed_callback
-from tests.harness import Server, create_account, wait_for
-from tests.imports.test_import_api import db_rows
+from tests.harness import Server, create_account, db_rows, wait_for
 from tests.reports.support import post_report
 from tests.web.console_support import create_user, import_form, page_token, sign_in
 

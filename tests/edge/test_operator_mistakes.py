@@ -13,8 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.harness import Server, create_account, run_cli, wait_for
-from tests.imports.test_import_api import db_rows
+from tests.harness import Server, create_account, db_rows, run_cli, wait_for
 
 
 def digest(path: Path) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import Server, create_account, wait_for
+from tests.harness import Server, create_account, db_rows, wait_for
 from tests.imports.corpus import make_corpus, make_numbers
 
 
@@ -34,15 +33,8 @@ def submit_text(api: httpx.Client, text: str, list_name: str = "main",
     return api.post("/api/contacts/import", json=body, headers=headers)
 
 
-def db_rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(f"file:{data_dir / 'appliance.db'}?mode=ro", uri=True)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
-
-
 @pytest.mark.slow
+@pytest.mark.usefixtures("backend")
 def test_100k_paste_gives_exact_counts_and_reject_lines(server: Server, api: httpx.Client) -> None:
     seed_numbers = make_numbers(500, seed=1)
     first = submit_text(api, "\n".join(seed_numbers))
@@ -86,6 +78,7 @@ def test_100k_paste_gives_exact_counts_and_reject_lines(server: Server, api: htt
     assert distinct[0][0] == distinct[0][1] == len(set(seed_numbers) | corpus.distinct)
 
 
+@pytest.mark.usefixtures("backend")
 def test_same_paste_same_job_and_key_reuse_is_refused(server: Server, api: httpx.Client) -> None:
     corpus = make_corpus(3000, seed=3)
     a = submit_text(api, corpus.text())

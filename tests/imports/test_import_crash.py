@@ -12,9 +12,8 @@ import httpx
 import pytest
 
 from appliance.imports.parse_process import PROCESS_MIN_LINES
-from tests.harness import Server, create_account, wait_for
+from tests.harness import Server, create_account, db_rows, wait_for
 from tests.imports.corpus import make_corpus
-from tests.imports.test_import_api import db_rows
 
 
 def progress(data_dir: Path, job_id: int) -> int:
@@ -22,6 +21,7 @@ def progress(data_dir: Path, job_id: int) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("backend")
 def test_kill_9_during_import_resumes_to_the_exact_table(data_dir: Path) -> None:
     corpus = make_corpus(60_000, seed=21)
     srv = Server(data_dir, env={"APPLIANCE_IMPORT_CHUNK_LINES": "1000"}).start()

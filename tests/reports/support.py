@@ -7,17 +7,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-import apsw
 import httpx
 
 from appliance.providers.http_json import body_signature
 from appliance.reports.inbox import InboxReport
+from appliance.store import dialect
+from appliance.store.connection import Connection
 
 SECRET = "cb-secret-for-tests"
 PROVIDER = "gw"
 
 
-def add_account(conn: apsw.Connection, name: str = "acme") -> int:
+def add_account(conn: Connection, name: str = "acme") -> int:
     row = conn.execute(
         "INSERT INTO accounts (name, created_at) VALUES (?, 0) RETURNING id", (name,)
     ).fetchone()
@@ -25,7 +26,7 @@ def add_account(conn: apsw.Connection, name: str = "acme") -> int:
     return int(row[0])
 
 
-def add_message(conn: apsw.Connection, account_id: int, ref: str, state: str = "SUBMITTED",
+def add_message(conn: Connection, account_id: int, ref: str, state: str = "SUBMITTED",
                 created_at: int = 0, submitted_at: int | None = 0,
                 provider_msg_id: str | None = None, provider: str = PROVIDER) -> int:
     """A message row as the sender leaves it (a write unit)."""
@@ -40,20 +41,24 @@ def add_message(conn: apsw.Connection, account_id: int, ref: str, state: str = "
     return int(row[0])
 
 
-def message(conn: apsw.Connection, ref: str) -> dict[str, Any]:
+def message(conn: Connection, ref: str) -> dict[str, Any]:
     row = conn.execute("SELECT * FROM messages WHERE ref = ?", (ref,)).fetchone()
     assert row is not None, f"no message {ref}"
     return dict(zip(columns(conn, "messages"), row, strict=True))
 
 
-def inbox_rows(conn: apsw.Connection, ref: str | None = None) -> list[dict[str, Any]]:
+def inbox_rows(conn: Connection, ref: str | None = None) -> list[dict[str, Any]]:
     sql = "SELECT * FROM report_inbox" + (" WHERE ref = ?" if ref is not None else "")
     names = columns(conn, "report_inbox")
     rows = conn.execute(sql + " ORDER BY id", (ref,) if ref is not None else ())
     return [dict(zip(names, r, strict=True)) for r in rows]
 
 
-def columns(conn: apsw.Connection, table: str) -> list[str]:
+def columns(conn: Connection, table: str) -> list[str]:
+    if dialect.of(conn).is_postgresql:
+        return [str(r[0]) for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
+            " AND table_schema = current_schema() ORDER BY ordinal_position", (table,))]
     return [str(r[0]) for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
 
 
@@ -79,7 +84,7 @@ def post_report(client: httpx.Client, payload: Any, secret: str = SECRET,
         "Content-Type": "application/json", "X-Signature": body_signature(body, secret)})
 
 
-def one(conn: apsw.Connection, sql: str, *args: object) -> tuple[Any, ...]:
+def one(conn: Connection, sql: str, *args: object) -> tuple[Any, ...]:
     """The single row ``sql`` returns."""
     row = conn.execute(sql, args).fetchone()
     assert row is not None, sql

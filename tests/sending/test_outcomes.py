@@ -146,6 +146,7 @@ def test_connection_refused_is_retried_and_sent_later(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("backend")
 def test_kill9_while_sending_leaves_only_the_in_flight_uncertain_never_resent(
         tmp_path: Path) -> None:
     sim = SimulatorProcess(tmp_path).start()

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import apsw
 import httpx
 import pytest
 
-from tests.harness import Server, create_account, wait_for
+from tests.harness import Server, create_account, db_rows, wait_for
 from tests.sending.support import SimulatorProcess, message, provider_config, send, wait_state
 from tests.sending.support_campaigns import campaign, import_list, show, submissions
 
@@ -22,12 +21,8 @@ CONCURRENCY = 8
 
 
 def states_by_ref(data: Path, campaign_id: int) -> dict[str, str]:
-    conn = apsw.Connection(str(data / "appliance.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return {str(r): str(s) for r, s in conn.execute(
-            "SELECT ref, state FROM messages WHERE campaign_id = ?", (campaign_id,))}
-    finally:
-        conn.close()
+    return {str(r): str(s) for r, s in db_rows(
+        data, "SELECT ref, state FROM messages WHERE campaign_id = ?", (campaign_id,))}
 
 
 @pytest.mark.slow

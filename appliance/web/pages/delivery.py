@@ -18,7 +18,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import apsw
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
@@ -29,6 +28,7 @@ from appliance.reports.summary import summary
 from appliance.sending import messages as msgs
 from appliance.sending.message_search import MessageFilter, campaign_choices, search_messages
 from appliance.sending.refs import looks_like_ref
+from appliance.store.connection import Connection
 from appliance.web.api_messages import MAX_MSISDN_CHARS
 from appliance.web.errors import ascii_int
 from appliance.web.pages.chart import HourBar, merge_hours, open_by_hour_svg
@@ -172,7 +172,7 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
                                "resolved": request.query_params.get("resolved", "")}
     status = 200
     if not query:
-        def listing(c: apsw.Connection) -> tuple[list[msgs.Message], list[tuple[int, str]]]:
+        def listing(c: Connection) -> tuple[list[msgs.Message], list[tuple[int, str]]]:
             return (search_messages(c, account_id, chosen, before, PAGE_SIZE + 1),
                     campaign_choices(c, account_id))
 
@@ -186,7 +186,7 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
     if query and looks_like_ref(query.upper()):
         ref = query.upper()
 
-        def read(c: apsw.Connection) -> tuple[msgs.Message, list[msgs.HistoryEntry],
+        def read(c: Connection) -> tuple[msgs.Message, list[msgs.HistoryEntry],
                                                list[msgs.Action]] | None:
             m = msgs.get_message(c, ref, account_id)
             return None if m is None else (m, msgs.message_history(c, m),

@@ -19,7 +19,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-import apsw
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -46,6 +45,7 @@ from appliance.imports.import_job import (
 from appliance.imports.preview import PREVIEW_BYTES, preview
 from appliance.ops.storage import below_reserve
 from appliance.service import Appliance
+from appliance.store.connection import Connection
 from appliance.web.api_imports import job_json, queue_rerun, rejects_response
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError, ascii_int
 from appliance.web.pages.guard import appliance_of, console_page, refusal
@@ -203,7 +203,7 @@ async def job_page(request: Request, session: ConsoleSession, form: FormData) ->
     job_id: int = request.path_params["job_id"]
     account_id = session.account_id
 
-    def read(c: apsw.Connection) -> tuple[ImportJob | None, list[dict[str, Any]]]:
+    def read(c: Connection) -> tuple[ImportJob | None, list[dict[str, Any]]]:
         found = get_job(c, job_id, account_id) if job_id <= MAX_ID else None
         return found, list_lists(c, account_id) if found is not None else []
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import apsw
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from appliance.reports.coverage import inbox_health
 from appliance.reports.inbox_view import waiting_by_provider, waiting_reports
+from appliance.store.connection import Connection
 from appliance.web.pages.guard import appliance_of, console_page
 from appliance.web.pages.render import page
 from appliance.web.session import ConsoleSession
@@ -31,7 +31,7 @@ async def inbox_page(request: Request, session: ConsoleSession, form: FormData) 
     provider = request.query_params.get("provider", "")[:100] or None
     newest = request.query_params.get("order") == "newest"
 
-    def read(c: apsw.Connection) -> dict[str, Any]:
+    def read(c: Connection) -> dict[str, Any]:
         return {"health": inbox_health(c, now), "providers": waiting_by_provider(c),
                 "reports": waiting_reports(c, provider, SHOWN, newest)}
 

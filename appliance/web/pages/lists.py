@@ -22,7 +22,6 @@ from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-import apsw
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
@@ -30,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 
 from appliance.imports import contact_lists as cl
 from appliance.imports.normalise import Invalid, normalise_msisdn
+from appliance.store.connection import Connection
 from appliance.web.csv_export import spreadsheet_safe
 from appliance.web.errors import ascii_int
 from appliance.web.pages.guard import appliance_of, console_page, refusal
@@ -70,7 +70,7 @@ async def list_page(request: Request, session: ConsoleSession, form: FormData) -
             exact = found.msisdn
     account_id = session.account_id
 
-    def read(c: apsw.Connection) -> tuple[cl.ListInfo | None, list[cl.Contact], str | None]:
+    def read(c: Connection) -> tuple[cl.ListInfo | None, list[cl.Contact], str | None]:
         info = cl.get_list(c, account_id, list_id) if list_id <= MAX_ID else None
         if info is None:
             return None, [], None

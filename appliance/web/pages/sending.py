@@ -15,7 +15,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-import apsw
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -29,6 +28,7 @@ from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending.refs import new_ref
+from appliance.store.connection import Connection
 from appliance.web.api_messages import (
     campaign_json,
     campaign_rate,
@@ -170,7 +170,7 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
 
     body, provider = checked["body"], checked["provider"]
 
-    def read(c: apsw.Connection) -> tuple[dict[str, Any] | None, int, camp.DryRun | None]:
+    def read(c: Connection) -> tuple[dict[str, Any] | None, int, camp.DryRun | None]:
         found = list_summary(c, account_id, name) if name else None
         running = 0
         plan = None
@@ -234,7 +234,7 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
                            window=checked["window"], planned_parts=plan.parts)
     now = appliance.now_ms()
 
-    def unit(c: apsw.Connection) -> tuple[camp.Campaign, bool]:
+    def unit(c: Connection) -> tuple[camp.Campaign, bool]:
         made = c.execute("SELECT 1 FROM campaigns WHERE account_id = ? AND idempotency_key = ?",
                          (new.account_id, key)).fetchone()
         if made is None:
@@ -273,7 +273,7 @@ async def campaign_page(request: Request, session: ConsoleSession, form: FormDat
 
     now = appliance.now_ms()
 
-    def read(c: apsw.Connection) -> camp.Progress | None:
+    def read(c: Connection) -> camp.Progress | None:
         found = camp.get_campaign(c, campaign_id, account_id) if campaign_id <= MAX_ID else None
         return None if found is None else camp.campaign_progress(c, found, now)
 

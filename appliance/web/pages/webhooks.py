@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import apsw
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.store.connection import Connection
 from appliance.web.pages.guard import appliance_of, console_page
 from appliance.web.pages.render import page
 from appliance.web.session import ConsoleSession
@@ -42,7 +42,7 @@ async def webhooks_page(request: Request, session: ConsoleSession, form: FormDat
     appliance = appliance_of(request)
     now = appliance.now_ms()
 
-    def read(c: apsw.Connection) -> dict[str, Any]:
+    def read(c: Connection) -> dict[str, Any]:
         return {"health": outbox_health(c, now), "events": waiting_events(c, SHOWN)}
 
     context = await appliance.store.readers.run(read)
