@@ -13,7 +13,6 @@ The parts that others read from have typed homes here (``providers``, ``sender``
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from appliance.clock import Clock
-from appliance.config import ConfigError, Settings, ensure_data_dir
+from appliance.config import Settings, ensure_data_dir
 from appliance.providers.registry import Providers
 from appliance.scheduler import Scheduler, Step
 from appliance.store import Store
@@ -41,13 +40,6 @@ if TYPE_CHECKING:
     from appliance.webhooks.delivery import WebhookDelivery
 
 log = logging.getLogger("appliance")
-POSTGRESQL_WITHOUT_TRIGGERS = (
-    "[webhooks]: this build has no PostgreSQL triggers for the status webhooks' events"
-    " (appliance.store.pg_triggers); remove [webhooks] or serve from the SQLite file")
-POSTGRESQL_WITHOUT_COUNTS = (
-    "this build has no PostgreSQL triggers for the kept counts"
-    " (appliance.store.pg_triggers): summaries, /metrics and coverage read from them"
-    " are not kept on PostgreSQL; the rows themselves are")
 
 class Appliance:
     def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
@@ -139,19 +131,8 @@ class Appliance:
 
 def install_postgresql_triggers(store: Store | PgStore, *, webhooks: bool) -> None:
     """On PostgreSQL, what SQLite's triggers do (the kept counts of
-    :mod:`appliance.store.rollups`, the status webhooks' events): made at each start by
-    :func:`appliance.store.pg_triggers.install`, the one call site. Status webhooks
-    need their events, so without that module they are refused; the kept counts are
-    then not kept, which the log says at every start."""
-    try:
-        pg_triggers = importlib.import_module("appliance.store.pg_triggers")
-    except ModuleNotFoundError as exc:
-        if exc.name != "appliance.store.pg_triggers":
-            raise  # the module is there, something it imports is not
-        if webhooks:
-            raise ConfigError(POSTGRESQL_WITHOUT_TRIGGERS) from None
-        log.error(POSTGRESQL_WITHOUT_COUNTS)
-        return
+    :mod:`appliance.store.rollups`, the status webhooks' events), made at each start."""
+    from appliance.store import pg_triggers
 
     def unit(conn: Connection) -> None:
         one_at_a_time(conn, "pg_triggers")  # processes starting together: one at a time

@@ -94,20 +94,6 @@ def db_read(data_dir: Path, fn: Callable[[Any], T]) -> T:
         conn.close()
 
 
-def kept_counts_or_xfail(store: object = None) -> None:
-    """Before asserting a figure read from the kept counts (``store.rollups``), of the
-    test's appliance processes or of ``store``: on PostgreSQL they are kept by
-    ``appliance.store.pg_triggers``; without it in this build the rest of the test
-    stands and this part is an expected failure."""
-    import importlib.util
-
-    import pytest
-
-    on_postgresql = hasattr(store, "url") if store is not None else bool(database_url())
-    if on_postgresql and importlib.util.find_spec("appliance.store.pg_triggers") is None:
-        pytest.xfail("the kept counts on PostgreSQL need appliance.store.pg_triggers")
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -164,5 +164,7 @@ def install(appliance: Appliance) -> None:
         return
     delivery = WebhookDelivery(appliance, gate)
     appliance.webhooks = delivery
-    appliance.scheduler.add(LOOP, delivery.step, interval_s=POLL_S)
+    # One process at a time on PostgreSQL: each message's events stay in order and a
+    # head event is not posted by two processes at once.
+    appliance.scheduler.add(LOOP, appliance.singleton(LOOP, delivery.step), interval_s=POLL_S)
     appliance.on_stop(delivery.stop)
