@@ -15,13 +15,14 @@ the figure measures the appliance, not the fake. Per run, alternating:
   signed ``delivered`` report for each, one report a request over ``--concurrency``
   keep-alive connections, to ``/callbacks/gw``; the rate is messages from the ``202`` to
   the last one ``DELIVERED`` (every receipt kept raw and applied);
-- **baseline**: raw ``httpx`` in this process posting the same JSON to the same nginx
-  the way the transport does (``concurrency`` one-connection keep-alive clients),
-  nothing stored; and ``wrk`` against the same nginx, for what the fake itself can
-  take on this machine.
+- **baseline**: raw aiohttp (the transport's client) in this process, under uvloop,
+  posting the same JSON to the same nginx with ``concurrency`` keep-alive connections,
+  nothing stored; beside it raw ``httpx`` the way the transport used it before
+  (``concurrency`` one-connection clients), and ``wrk`` against the same nginx, for
+  what the fake itself can take on this machine.
 
-Ratios are appliance / raw httpx, medians of ``--runs`` runs; the load average is
-printed before and after.
+Ratios are appliance / raw aiohttp, medians of ``--runs`` runs; the load average is
+printed before and after each run.
 
 Run: ``.venv/bin/python bench/bench_send_ceiling.py`` (needs Debian's ``nginx``, ``wrk``).
 """
@@ -43,7 +44,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import aiohttp
 import httpx
+import uvloop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -118,6 +121,31 @@ async def raw_httpx(url: str, messages: int, concurrency: int) -> float:
     return messages / elapsed
 
 
+async def raw_aiohttp(url: str, messages: int, concurrency: int) -> float:
+    """The client the transport uses, without the appliance around it: one session
+    with ``concurrency`` keep-alive connections, the JSON built by ``json.dumps``."""
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency),
+                                    cookie_jar=aiohttp.DummyCookieJar())
+    left = iter(range(messages))
+
+    async def worker() -> None:
+        for i in left:
+            body = json.dumps({"ref": f"B{i:025d}", "to": f"+90532{i:07d}",
+                               "body": "benchmark",
+                               "callback_url": "http://127.0.0.1:9/callbacks/gw"}).encode()
+            async with session.post(url + "/messages", data=body, headers={
+                    "Accept": "application/json", "Authorization": "Bearer k",
+                    "Content-Type": "application/json"}) as r:
+                json.loads(await r.read())
+                r.raise_for_status()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    await session.close()
+    return messages / elapsed
+
+
 def wrk_rate(url: str, concurrency: int, seconds: int = 5) -> float:
     if shutil.which("wrk") is None:
         return float("nan")
@@ -172,7 +200,26 @@ async def receipts(db: str, url: str, campaign_id: int, total: int, concurrency:
 
 # -- the appliance --------------------------------------------------------------------
 
-def appliance_run(api: httpx.Client, db: Path, url: str, messages: int, run: str,
+def thread_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds of the process's main thread (the event loop: HTTP, the sender) and of
+    its other threads together (the writer, readers, the checkpointer)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    main = rest = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except FileNotFoundError:
+            continue  # a thread that just ended
+        fields = stat[stat.rindex(")") + 2:].split()
+        cpu = (int(fields[11]) + int(fields[12])) / tick
+        if int(tid) == pid:
+            main += cpu
+        else:
+            rest += cpu
+    return main, rest
+
+
+def appliance_run(api: httpx.Client, db: Path, url: str, pid: int, messages: int, run: str,
                   concurrency: int, with_receipts: bool) -> dict[str, float]:
     numbers = "".join(f"+905{run}{i:07d}\n" for i in range(messages))
     job = api.post("/api/contacts/import", json={"list": f"bench-{run}", "text": numbers})
@@ -181,6 +228,7 @@ def appliance_run(api: httpx.Client, db: Path, url: str, messages: int, run: str
     if api.get(job.json()["poll"]).json()["inserted"] != messages:
         raise SystemExit(f"the import did not take every number: {job.json()}")
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    cpu_before = thread_cpu(pid)
     started = time.perf_counter()
     c = api.post("/api/campaigns", json={"list": f"bench-{run}", "body": "benchmark"})
     c.raise_for_status()
@@ -198,6 +246,7 @@ def appliance_run(api: httpx.Client, db: Path, url: str, messages: int, run: str
 
     wait_for(done, 600, interval=0.02, message=f"all {final}")
     wall = time.perf_counter() - started
+    cpu_after = thread_cpu(pid)
     if worker is not None:
         worker.wait(60)
     first, last = conn.execute("SELECT min(submitted_at), max(submitted_at) FROM messages"
@@ -208,7 +257,9 @@ def appliance_run(api: httpx.Client, db: Path, url: str, messages: int, run: str
     if twice:
         raise SystemExit(f"{twice} messages were attempted more than once")
     span = max(1, int(last) - int(first)) / 1000
-    return {"span": messages / span, "wall": messages / wall}
+    return {"span": messages / span, "wall": messages / wall,
+            "main_us": (cpu_after[0] - cpu_before[0]) / messages * 1e6,
+            "rest_us": (cpu_after[1] - cpu_before[1]) / messages * 1e6}
 
 
 def main() -> None:
@@ -235,29 +286,41 @@ def main() -> None:
                        f'api_key = "k"\nsecret = "{SECRET}"\nrate_per_s = 1000000\n'
                        f"concurrency = {args.concurrency}\n")
         server = Server(data, config=cfg).start()
+        assert server.proc is not None
+        pid = server.proc.pid
         db = data / "appliance.db"
         res: dict[str, list[float]] = {k: [] for k in (
-            "httpx", "wrk", "off_span", "off_wall", "on_span", "on_wall")}
+            "aiohttp", "httpx", "wrk", "off_span", "off_wall", "on_span", "on_wall", "off_main",
+            "off_rest", "on_main", "on_rest")}
         try:
             with server.client(create_account(data, "bench")) as api:
                 for run in range(args.runs):
-                    res["httpx"].append(asyncio.run(raw_httpx(nginx_url, args.messages,
-                                                              args.concurrency)))
+                    # uvloop, as `appliance serve` runs
+                    res["aiohttp"].append(uvloop.run(raw_aiohttp(nginx_url, args.messages,
+                                                                 args.concurrency)))
+                    res["httpx"].append(uvloop.run(raw_httpx(nginx_url, args.messages,
+                                                             args.concurrency)))
                     res["wrk"].append(wrk_rate(nginx_url, args.concurrency))
-                    off = appliance_run(api, db, server.url, args.messages, f"3{run}",
+                    off = appliance_run(api, db, server.url, pid, args.messages, f"3{run}",
                                         args.concurrency, False)
                     res["off_span"].append(off["span"])
                     res["off_wall"].append(off["wall"])
+                    res["off_main"].append(off["main_us"])
+                    res["off_rest"].append(off["rest_us"])
                     line = (f"run {run + 1}: receipts off {off['span']:.0f}/s"
+                            f" (CPU {off['main_us']:.0f}+{off['rest_us']:.0f} µs)"
                             f" (202 to all submitted {off['wall']:.0f}/s)")
                     if not args.no_receipts:
-                        on = appliance_run(api, db, server.url, args.messages, f"4{run}",
+                        on = appliance_run(api, db, server.url, pid, args.messages, f"4{run}",
                                            args.concurrency, True)
                         res["on_span"].append(on["span"])
                         res["on_wall"].append(on["wall"])
+                        res["on_main"].append(on["main_us"])
+                        res["on_rest"].append(on["rest_us"])
                         line += (f"; receipts on {on['wall']:.0f}/s to all delivered"
                                  f" (submitted at {on['span']:.0f}/s)")
-                    print(f"{line}; raw httpx {res['httpx'][-1]:.0f}/s;"
+                    print(f"{line}; raw aiohttp {res['aiohttp'][-1]:.0f}/s;"
+                          f" raw httpx {res['httpx'][-1]:.0f}/s;"
                           f" wrk {res['wrk'][-1]:.0f}/s; load {os.getloadavg()}", flush=True)
         finally:
             server.stop()
@@ -267,16 +330,21 @@ def main() -> None:
     def med(key: str) -> float:
         return statistics.median(res[key]) if res[key] else float("nan")
 
-    base = med("httpx")
+    base = med("aiohttp")
     print(f"\nsend ceiling against nginx, {args.messages} messages, concurrency"
           f" {args.concurrency}, medians of {args.runs} runs, synchronous=FULL:")
     print(f"  appliance, receipts off (first to last submitted_at): {med('off_span'):,.0f}"
-          f" messages/s  ({med('off_span') / base:.2f} of raw httpx)")
+          f" messages/s  ({med('off_span') / base:.2f} of raw aiohttp)")
     print(f"  appliance, receipts off (campaign 202 to all SUBMITTED): {med('off_wall'):,.0f}/s")
+    print(f"    server CPU a message: event loop {med('off_main'):.0f} µs, other threads"
+          f" (writer, readers) {med('off_rest'):.0f} µs")
     if not args.no_receipts:
         print(f"  appliance, receipts on (campaign 202 to all DELIVERED): {med('on_wall'):,.0f}"
-              f" messages/s  ({med('on_wall') / base:.2f} of raw httpx)")
-    print(f"  baseline, raw httpx to the same nginx, nothing stored: {base:,.0f}/s")
+              f" messages/s  ({med('on_wall') / base:.2f} of raw aiohttp)")
+        print(f"    server CPU a message: event loop {med('on_main'):.0f} µs, other threads"
+              f" {med('on_rest'):.0f} µs")
+    print(f"  baseline, raw aiohttp to the same nginx, nothing stored: {base:,.0f}/s")
+    print(f"  (raw httpx, the client the transport used before: {med('httpx'):,.0f}/s)")
     print(f"  nginx alone under wrk -c{args.concurrency}: {med('wrk'):,.0f} req/s")
     print(f"load average at the end: {os.getloadavg()}")
 
