@@ -16,6 +16,7 @@ ORDER = [
     "bench_reports.py",
     "bench_summary.py",
     "bench_send.py",
+    "bench_send_ceiling.py",
     "bench_claim.py",
     "bench_webhook_trigger.py",
     "bench_smpp.py",

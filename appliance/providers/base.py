@@ -624,5 +624,11 @@ class ProviderAdapter(WireFormat, ReportReader):
     def now_ms(self) -> int:
         return self._now_ms()
 
-    def endpoint(self, path: str) -> str:
-        return self.settings.base_url.rstrip("/") + path
+    def endpoint(self, path: str) -> httpx.URL:
+        """``base_url`` + ``path``, parsed once per path (parsing a URL is a fifth of
+        what building a request costs)."""
+        known: dict[str, httpx.URL] = self.__dict__.setdefault("_endpoints", {})
+        url = known.get(path)
+        if url is None:
+            url = known[path] = httpx.URL(self.settings.base_url.rstrip("/") + path)
+        return url

@@ -1,35 +1,81 @@
 """The transport of the HTTP provider kinds: keep-alive connections and the rate.
 
-``concurrency`` keep-alive ``httpx.AsyncClient`` objects of one connection each,
-checked out one per submission, so the set of clients is the concurrency cap. (One
-shared client with N connections costs a readiness probe of every pooled connection on
-each request; measured on two cores, 32 connections in one client gave 48
-submissions/s against 102/s for 32 one-connection clients.) Submissions share the
-provider's token bucket (``rate_per_s``). Every request carries
-``User-Agent: appliance/<version>`` (:mod:`appliance.outgoing_http`).
+The wire format builds each submission as an ``httpx.Request`` and reads the answer as
+an ``httpx.Response`` (:class:`~appliance.providers.base.WireFormat`); the transport
+carries it over aiohttp: one ``ClientSession`` per provider with a pool of at most
+``concurrency`` keep-alive connections, a submission holding one for its request and
+answer. (httpx's own client costs ~600-750 µs of CPU a request on this kind of
+machine, aiohttp's ~100 µs: with a fast provider the client was most of the sender's
+time; see docs/benchmarks.md, "Sending".) The answer is handed to the wire format as
+it came, headers and undecoded body, so the wire formats do not change. Submissions
+share the provider's token bucket (``rate_per_s``). Every request carries
+``User-Agent: appliance/<version>`` (:mod:`appliance.outgoing_http`). A ``POST`` is
+never retried by aiohttp on a dropped keep-alive connection (it retries only
+idempotent methods), nor redirected.
 
-Only the transport knows whether bytes went out; httpx tells it through the exception
-type (:func:`classify_transport_error`):
+Only the transport knows whether bytes went out; the exception type tells it
+(:func:`classify_transport_error`):
 
-* ``httpx.ConnectError`` (and ``ConnectTimeout``, ``PoolTimeout``, proxy failures, a
-  bad URL): the request never left the process -> ``RETRY``.
-* ``httpx.TimeoutException`` once the request was being written or had been written
-  (``WriteTimeout``, ``ReadTimeout``), ``RemoteProtocolError``, ``ReadError``,
-  ``WriteError``: the provider may have taken the message -> ``UNCERTAIN``.
+* the connection could not be made (refused, DNS, TLS handshake, proxy, connect
+  timeout), a bad URL, a request that could not be built: the request never left the
+  process -> ``RETRY``;
+* anything once the connection was there (read timeout, the provider hanging up, a
+  reset, a broken answer, the overall deadline): the provider may have taken the
+  message -> ``UNCERTAIN``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
+import urllib.request
 from collections.abc import Mapping
 
+import aiohttp
+import certifi
 import httpx
 
 from appliance.config import ProviderSettings
-from appliance.outgoing_http import async_client
+from appliance.outgoing_http import USER_AGENT
 from appliance.sending.rate import TokenBucket
 
 from .base import Outcome, OutgoingMessage, SubmitResult, Transport, WireFormat, short
+
+# Made by the client itself from the URL and the body.
+_OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
+_NEVER_SENT: tuple[type[Exception], ...] = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.ProxyError,
+    httpx.UnsupportedProtocol,
+    httpx.InvalidURL,
+    httpx.LocalProtocolError,
+    aiohttp.ClientConnectorError,  # refused, DNS, TLS, proxy connection
+    aiohttp.ConnectionTimeoutError,
+    aiohttp.InvalidURL,
+    aiohttp.NonHttpUrlClientError,
+)
+# aiohttp's exceptions under the names docs/providers.md gives them (the error text
+# users see), first match wins.
+_NAMES: tuple[tuple[type[BaseException], str], ...] = (
+    (aiohttp.ClientConnectorError, "ConnectError"),
+    (aiohttp.ConnectionTimeoutError, "ConnectTimeout"),
+    (aiohttp.InvalidURL, "InvalidURL"),
+    (aiohttp.NonHttpUrlClientError, "UnsupportedProtocol"),
+    (aiohttp.ServerDisconnectedError, "RemoteProtocolError"),
+    (aiohttp.ClientPayloadError, "RemoteProtocolError"),
+    (aiohttp.ClientResponseError, "RemoteProtocolError"),
+    (TimeoutError, "ReadTimeout"),  # aiohttp's SocketTimeoutError, and the deadline
+    (aiohttp.ClientOSError, "ReadError"),
+)
+
+
+def _name(exc: Exception) -> str:
+    for kind, name in _NAMES:
+        if isinstance(exc, kind):
+            return name
+    return type(exc).__name__
 
 
 def classify_transport_error(exc: Exception) -> Outcome:
@@ -37,49 +83,59 @@ def classify_transport_error(exc: Exception) -> Outcome:
 
     Anything never sent is ``RETRY``; anything possibly received is ``UNCERTAIN``.
     """
-    name = type(exc).__name__
-    never_sent = (
-        httpx.ConnectError,
-        httpx.ConnectTimeout,
-        httpx.PoolTimeout,
-        httpx.ProxyError,
-        httpx.UnsupportedProtocol,
-        httpx.InvalidURL,
-        httpx.LocalProtocolError,
-    )
-    if isinstance(exc, never_sent):
+    name = _name(exc)
+    if isinstance(exc, _NEVER_SENT):
         return Outcome(SubmitResult.RETRY, error=f"not sent: {name}")
-    # WriteTimeout, ReadTimeout, ReadError, WriteError, RemoteProtocolError and anything
-    # unforeseen: the provider may hold the message.
+    # Read timeouts, the provider hanging up, resets, a broken answer, the deadline and
+    # anything unforeseen: the provider may hold the message.
     return Outcome(SubmitResult.UNCERTAIN, error=f"outcome unknown: {name}")
 
 
 class HttpTransport(Transport):
-    """Submissions of one HTTP provider over its own pool of connections."""
+    """Submissions of one HTTP provider over its own pool of keep-alive connections."""
 
     def __init__(self, wire: WireFormat, settings: ProviderSettings, timeout_s: float) -> None:
         self.wire = wire
         self.timeout_s = timeout_s
         self.concurrency = max(1, settings.concurrency)
         self.bucket = TokenBucket(settings.rate_per_s) if settings.rate_per_s > 0 else None
-        self._idle: asyncio.Queue[httpx.AsyncClient] | None = None
-        self._clients: list[httpx.AsyncClient] = []
+        self._session: aiohttp.ClientSession | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._proxies: dict[tuple[str, str], str | None] = {}
         self.in_flight = 0
         self._reserved = 0  # tokens taken by reserve() that no submission used yet
 
-    def _pool(self) -> asyncio.Queue[httpx.AsyncClient]:
-        """The idle connections; taking one is taking a concurrency slot."""
-        if self._idle is None:
-            self._idle = asyncio.Queue()
-            for _ in range(self.concurrency):
-                client = async_client(
-                    timeout=httpx.Timeout(self.timeout_s),
-                    limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                    follow_redirects=False,
-                )
-                self._clients.append(client)
-                self._idle.put_nowait(client)
-        return self._idle
+    def _client(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
+        """The session and its slots; taking a slot is taking a connection."""
+        if self._session is None or self._slots is None:
+            t = self.timeout_s
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    limit=self.concurrency, limit_per_host=0, keepalive_timeout=30.0,
+                    ssl=ssl.create_default_context(cafile=certifi.where())),
+                # Per phase, as the connection goes: a connect that times out sent
+                # nothing; a read that times out may follow a request the provider has.
+                timeout=aiohttp.ClientTimeout(total=None, connect=t, sock_connect=t,
+                                              sock_read=t),
+                headers={"User-Agent": USER_AGENT},
+                cookie_jar=aiohttp.DummyCookieJar(),
+                auto_decompress=False,  # the answer goes to httpx undecoded, as it came
+                # The proxy from the environment is looked up once per address
+                # (_proxy): aiohttp's trust_env would look up it and ~/.netrc in a
+                # thread on every request.
+                trust_env=False,
+            )
+            self._slots = asyncio.Semaphore(self.concurrency)
+        return self._session, self._slots
+
+    def _proxy(self, url: httpx.URL) -> str | None:
+        """The proxy the environment names for this address (``HTTP_PROXY``,
+        ``HTTPS_PROXY``, ``NO_PROXY``), as httpx honoured them."""
+        key = (url.scheme, url.host)
+        if key not in self._proxies:
+            bypass = bool(urllib.request.proxy_bypass(url.host))
+            self._proxies[key] = None if bypass else urllib.request.getproxies().get(url.scheme)
+        return self._proxies[key]
 
     async def reserve(self) -> None:
         if self.bucket is not None:
@@ -98,31 +154,45 @@ class HttpTransport(Transport):
                                  " cannot send only the others")
         try:
             request = self.wire.build_request(msg)
+            body = request.read()
+            headers = [(k, v) for k, v in request.headers.multi_items()
+                       if k.lower() not in _OWN_HEADERS]
         except Exception as exc:  # nothing went out: safe to try again later
             return Outcome(SubmitResult.RETRY, error=short(f"cannot build request: {exc}"))
-        idle = self._pool()
-        client = await idle.get()
-        self.in_flight += 1
-        try:
-            if not paid and self.bucket is not None:
-                await self.bucket.acquire()
+        session, slots = self._client()
+        async with slots:
+            self.in_flight += 1
             try:
-                response = await client.send(request)
-            except Exception as exc:
-                return classify_transport_error(exc)
-        finally:
-            self.in_flight -= 1
-            idle.put_nowait(client)
+                if not paid and self.bucket is not None:
+                    await self.bucket.acquire()
+                try:
+                    response = await self._send(session, request, headers, body)
+                except Exception as exc:
+                    return classify_transport_error(exc)
+            finally:
+                self.in_flight -= 1
         try:
             return self.wire.interpret_response(response)
         except Exception as exc:  # the provider answered something: it may have it
             return Outcome(SubmitResult.UNCERTAIN, error=short(f"unreadable answer: {exc}"))
 
+    async def _send(self, session: aiohttp.ClientSession, request: httpx.Request,
+                    headers: list[tuple[str, str]], body: bytes) -> httpx.Response:
+        # A last bound on the whole exchange (a provider answering a byte at a time);
+        # it can only fire once the request is out, so it is UNCERTAIN.
+        async with asyncio.timeout(self.timeout_s * 3):
+            async with session.request(
+                    request.method, str(request.url), headers=headers, data=body or None,
+                    allow_redirects=False, proxy=self._proxy(request.url)) as answer:
+                content = await answer.read()
+                return httpx.Response(answer.status, headers=list(answer.raw_headers),
+                                      content=content, request=request)
+
     async def close(self) -> None:
-        for client in self._clients:
-            await client.aclose()
-        self._clients.clear()
-        self._idle = None
+        if self._session is not None:
+            await self._session.close()
+        self._session = None
+        self._slots = None
 
     def status(self) -> Mapping[str, float | str | bool]:
         return {"in_flight": float(self.in_flight), "concurrency": float(self.concurrency)}

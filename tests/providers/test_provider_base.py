@@ -228,4 +228,4 @@ def test_an_http_transport_never_sends_part_of_a_message() -> None:
     msg = OutgoingMessage("R1", "+905321234567", "x" * 400, "http://cb", frozenset({1}))
     out = asyncio.run(transport.submit(msg))
     assert out.result is SubmitResult.REJECTED and "only the others" in (out.error or "")
-    assert transport._clients == []  # no connection was even opened
+    assert transport._session is None  # no connection was even opened
