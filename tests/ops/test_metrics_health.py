@@ -146,11 +146,12 @@ def test_scheduled_backups_keep_n_and_a_failing_backup_shows_everywhere(
     srv = Server(data_dir, config=config).start()
     try:
         with srv.client() as client:
+            # Backups keep coming every ~2 s: the files are looked at between two of
+            # them (a new one is written before the oldest is pruned).
             wait_for(lambda: srv.log().count('"msg": "backup written"') >= 3
-                     and len(list(backups.glob("appliance-*.db"))) == 2, 30,
-                     message="three scheduled backups, the oldest pruned")
-            assert len(list(backups.glob("appliance-*.db"))) == 2
-            assert len(list(backups.glob("appliance-*.db.manifest.json"))) == 2
+                     and len(list(backups.glob("appliance-*.db"))) == 2
+                     and len(list(backups.glob("appliance-*.db.manifest.json"))) == 2, 30,
+                     message="three scheduled backups, the oldest pruned with its manifest")
             ready = client.get("/readyz")
             assert ready.status_code == 200 and ready.json()["checks"]["backup"]["ok"]
             assert value(scrape(client), "appliance_backup_age_seconds") < 60
