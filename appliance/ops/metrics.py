@@ -130,6 +130,18 @@ def _by(name: str, doc: str, label: str, values: dict[str, int],
     return g
 
 
+def _unreached(appliance: Appliance) -> Iterator[Metric]:
+    """Providers the sender cannot reach now (their messages wait, none is given up)."""
+    lanes = appliance.sender.lanes if appliance.sender is not None else {}
+    tries = GaugeMetricFamily(
+        "appliance_provider_unreached_tries",
+        "Submissions in a row that could not reach the provider (0: reached).",
+        labels=["provider"])
+    for name, lane in sorted(lanes.items()):
+        tries.add_metric([name], float(lane.unreached))
+    yield tries
+
+
 class ApplianceCollector(Collector):
     """Numbers read at scrape time."""
 
@@ -222,6 +234,7 @@ class ApplianceCollector(Collector):
         yield beats
         yield from _edge(appliance)
         yield from smpp_metrics(appliance.smpp)
+        yield from _unreached(appliance)
         info = GaugeMetricFamily("appliance_build_info", "The running version.",
                                  labels=["version"])
         info.add_metric([__version__], 1.0)

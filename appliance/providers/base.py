@@ -111,6 +111,11 @@ class Outcome:
     retry_after_s: float | None = None
     error: str | None = None
     parts: tuple[PartOutcome, ...] = ()
+    # RETRY because the provider could not be reached at all (connection refused, a
+    # connect timeout, an SMPP session not bound): nothing left this process. Such an
+    # attempt does not count against ``max_attempts`` and holds the provider's lane, so
+    # an outage delays messages rather than rejecting them.
+    unreached: bool = False
 
     @classmethod
     def of_parts(cls, parts: tuple[PartOutcome, ...], error: str | None = None) -> Outcome:

@@ -56,6 +56,14 @@ _NEVER_SENT: tuple[type[Exception], ...] = (
     aiohttp.InvalidURL,
     aiohttp.NonHttpUrlClientError,
 )
+# Of those, the ones that say the provider cannot be reached now (an outage, not a
+# request of ours it refused): see Outcome.unreached.
+_UNREACHED: tuple[type[Exception], ...] = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    aiohttp.ClientConnectorError,
+    aiohttp.ConnectionTimeoutError,
+)
 # aiohttp's exceptions under the names docs/providers.md gives them (the error text
 # users see), first match wins.
 _NAMES: tuple[tuple[type[BaseException], str], ...] = (
@@ -84,6 +92,8 @@ def classify_transport_error(exc: Exception) -> Outcome:
     Anything never sent is ``RETRY``; anything possibly received is ``UNCERTAIN``.
     """
     name = _name(exc)
+    if isinstance(exc, _UNREACHED):
+        return Outcome(SubmitResult.RETRY, error=f"not sent: {name}", unreached=True)
     if isinstance(exc, _NEVER_SENT):
         return Outcome(SubmitResult.RETRY, error=f"not sent: {name}")
     # Read timeouts, the provider hanging up, resets, a broken answer, the deadline and

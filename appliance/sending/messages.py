@@ -440,6 +440,7 @@ class _Batch:
     messages: list[tuple[Any, ...]] = field(default_factory=list)
     parts: list[tuple[Any, ...]] = field(default_factory=list)
     mapped: list[tuple[str, str, str, int]] = field(default_factory=list)
+    given_back: list[tuple[int]] = field(default_factory=list)  # attempts not counted
 
 
 def _tried_parts(msg: Claimed, outcome: Outcome, result: SubmitResult,
@@ -488,7 +489,12 @@ def _plan(batch: _Batch, provider: str, msg: Claimed, outcome: Outcome, now_ms: 
                          p.retry_after_s)
              for p in _tried_parts(msg, outcome, result, reports_per_part)]
     gave_up = f"gave up after {msg.attempts} attempts; last: {outcome.error or 'retry'}"
-    out_of_tries = msg.attempts >= max_attempts
+    # The provider was not reached: the attempt is given back, so an outage never runs a
+    # message out of tries (the sender holds the provider meanwhile).
+    unreached = outcome.unreached and result is SubmitResult.RETRY
+    if unreached:
+        batch.given_back.append((msg.id,))
+    out_of_tries = msg.attempts >= max_attempts and not unreached
     if not tried:  # nothing is known of any part: the message as a whole
         if result is SubmitResult.RETRY and not out_of_tries:
             again = now_ms + _wait_ms(msg, outcome.retry_after_s, rng)
@@ -565,6 +571,10 @@ def record_outcomes(
         conn.executemany(_RECORD_PART, batch.parts)
     if batch.mapped:
         conn.executemany(_MAP_ID, batch.mapped)
+    if batch.given_back:  # before the state changes below: guarded by SENDING as they are
+        conn.executemany("UPDATE messages SET attempts = attempts - 1"
+                         " WHERE id = ? AND state = 'SENDING' AND attempts > 0",
+                         batch.given_back)
     # Counted by what the guarded updates changed, one executemany per kind of result
     # (RETURNING would turn each executemany into a row-by-row walk, three times slower).
     groups: dict[str, list[tuple[Any, ...]]] = {}

@@ -38,7 +38,7 @@ import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from appliance.providers.base import Outcome, OutgoingMessage, Provider, SubmitResult
@@ -59,6 +59,10 @@ from appliance.store.connection import Connection
 log = logging.getLogger("appliance.sender")
 LOOP = "sender"
 IDLE_S = 1.0
+# While a provider cannot be reached, its lane waits this long before trying again,
+# doubling each time (to the cap), and its messages wait as long.
+HOLD_BASE_S = 1.0
+HOLD_CAP_S = 30.0
 RECORD_TRIES = 5
 RATE_WINDOW_S = 10.0
 
@@ -284,6 +288,32 @@ class ProviderLane:
         self.active: Counter[int | None] = Counter()
         self.changed = asyncio.Event()
         self.unrecorded = 0  # handed to the transport, outcome not committed yet
+        self.held_until = 0.0  # monotonic: while the provider cannot be reached
+        self.unreached = 0  # tries in a row that did not reach it
+
+    def unreachable(self, error: str | None) -> float:
+        """The provider was not reached: hold the lane (a longer hold each time it fails
+        again after one ended). Returns how long the message waits."""
+        now = time.monotonic()
+        if now >= self.held_until:
+            self.unreached += 1
+            hold = min(HOLD_CAP_S, HOLD_BASE_S * 2 ** (self.unreached - 1))
+            self.held_until = now + hold
+            if self.unreached == 1:
+                log.warning("provider %s cannot be reached (%s): its messages wait, none is"
+                            " given up; trying again every %.0f to %.0f s", self.name,
+                            error, HOLD_BASE_S, HOLD_CAP_S)
+        return max(0.0, self.held_until - now)
+
+    def reached(self) -> None:
+        if self.unreached:
+            log.warning("provider %s reached again after %s tries", self.name,
+                        self.unreached)
+        self.unreached = 0
+        self.held_until = 0.0
+
+    def held_s(self) -> float:
+        return max(0.0, self.held_until - time.monotonic())
 
     def waiting(self) -> int:
         return len(self.high) + sum(len(q) for q in self.normal.values())
@@ -457,6 +487,9 @@ class Sender:
     async def _work(self, lane: ProviderLane) -> None:
         """One worker: at most one message of its own marked ``SENDING`` at a time."""
         while not self.closing:
+            if (held := lane.held_s()) > 0:  # the provider cannot be reached: wait
+                await asyncio.sleep(min(held, 0.25))
+                continue
             msg = lane.pop()
             if msg is None:
                 await lane.ready.wait()
@@ -483,6 +516,10 @@ class Sender:
                 self.counters.attempts += 1
                 lane.unrecorded += 1
                 outcome = await self._submit(lane, marked)
+                if outcome.unreached:
+                    outcome = replace(outcome, retry_after_s=lane.unreachable(outcome.error))
+                else:
+                    lane.reached()
                 lane.flusher.record(marked, outcome)
             finally:
                 lane.finished(msg)

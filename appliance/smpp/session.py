@@ -41,6 +41,7 @@ from appliance.smpp.submission import LateResponse, Segment, SegmentOutcome
 log = logging.getLogger("appliance.smpp")
 
 THROTTLE_RETRY_AFTER_S = 1.0
+NOT_BOUND = "not sent: not bound"  # no session to the SMSC: the provider is not reached
 RATE_STEP_S = 1.0  # at most one rate change a second
 RATE_FLOOR_SHARE = 1 / 32
 LateHandler = Callable[[LateResponse], Awaitable[None]]
@@ -209,7 +210,7 @@ class SmppSession:
         if self._stop.is_set():
             return self._retry(seg, "not sent: session stopping")
         if self._tx_link() is None and not await self.wait_bound(self.settings.bound_wait_s):
-            return self._retry(seg, "not sent: not bound")
+            return self._retry(seg, NOT_BOUND)
         async with self._window:
             try:
                 return await self._write_and_wait(seg)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from appliance.providers.base import (
@@ -52,7 +53,7 @@ from appliance.smpp.addresses import destination
 from appliance.smpp.deliver import Deliver
 from appliance.smpp.encoding import encode_part
 from appliance.smpp.ids import IdEvidence
-from appliance.smpp.session import SmppSession
+from appliance.smpp.session import NOT_BOUND, SmppSession
 from appliance.smpp.settings import SmppSettings
 from appliance.smpp.state import SessionState
 from appliance.smpp.submission import LateResponse, Segment, SegmentOutcome, concat_reference
@@ -171,7 +172,10 @@ class SmppTransport(Transport):
             for o in outcomes:
                 if o.result is SubmitResult.UNCERTAIN:
                     self._sink.uncertain(o.ref, o.part)
-        return Outcome.of_parts(parts)
+        outcome = Outcome.of_parts(parts)
+        if outcomes and not refused and all(o.error == NOT_BOUND for o in outcomes):
+            return replace(outcome, unreached=True)  # no session: an outage, not a refusal
+        return outcome
 
     @staticmethod
     def _part(o: SegmentOutcome) -> PartOutcome:

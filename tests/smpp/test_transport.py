@@ -130,9 +130,27 @@ def test_what_each_answer_comes_to() -> None:
             throttled = await t2.submit(OutgoingMessage("r3", "+905321234567", "hi", ""))
             assert throttled.result is SubmitResult.RETRY
             assert throttled.parts[0].retry_after_s == 1.0
+            assert not throttled.unreached  # the SMSC answered: an attempt that counts
         finally:
             await t2.close()
             await sim2.stop()
+
+    run(body())
+
+
+def test_no_session_is_an_outage_not_a_refusal() -> None:
+    """Nothing listens: the segment is never written, and the outcome says the provider
+    was not reached, so the sender holds the lane and does not count the attempt."""
+    async def body() -> None:
+        from tests.harness import free_port
+
+        t = SmppTransport(settings_for(free_port(), bound_wait_s=0.2))
+        await t.start()
+        try:
+            out = await t.submit(OutgoingMessage("r", "+905321234567", "hi", ""))
+            assert out.result is SubmitResult.RETRY and out.unreached
+        finally:
+            await t.close()
 
     run(body())
 
