@@ -3,14 +3,11 @@ refuses plainly rather than run half on it."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from tests.harness import create_account, run_cli
-
-NO_PG_TRIGGERS = importlib.util.find_spec("appliance.store.pg_triggers") is None
 
 
 def test_commands_work_on_postgresql_and_leave_the_data_dir_without_a_database(
@@ -27,17 +24,3 @@ def test_commands_work_on_postgresql_and_leave_the_data_dir_without_a_database(
                       check=False)
     assert restore.returncode == 1 and "pg_dump" in restore.stderr
     assert not (data / "appliance.db").exists()  # nothing quietly on SQLite
-
-
-@pytest.mark.skipif(not NO_PG_TRIGGERS, reason="the webhook events' triggers exist")
-def test_webhooks_are_refused_while_postgresql_has_no_triggers_for_their_events(
-        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("APPLIANCE_DATABASE_URL", pg_url)
-    cfg = tmp_path / "c.toml"
-    cfg.write_text('[webhooks]\nurl = "https://crm.example.org/hooks"\nsecret = "s"\n')
-    data = tmp_path / "data"
-    create_account(data)  # the database is fine without webhooks
-    serve = run_cli("serve", "--data-dir", str(data), "--port", "0", "--config", str(cfg),
-                    check=False)
-    assert serve.returncode == 2
-    assert "[webhooks]" in serve.stderr and "PostgreSQL" in serve.stderr

@@ -157,9 +157,15 @@ def test_a_window_closed_now_holds_the_campaign_until_it_opens(rig: Rig) -> None
 def test_two_campaigns_started_together_progress_together(rig: Rig) -> None:
     import_list(rig.api, "fair-a", 600, "+90537")
     import_list(rig.api, "fair-b", 600, "+90538")
+    # Both scheduled for the same moment, so "together" is exact: one created a few
+    # milliseconds before the other would otherwise get its first batch out alone.
+    at = "2027-01-15T19:31:00Z"
+    a = campaign(rig.api, "fair-a", send_at=at)
+    b = campaign(rig.api, "fair-b", send_at=at)
+    for c in (a, b):
+        wait_for(lambda: show(rig.api, c["campaignId"])["created"] == 600, 30)  # noqa: B023
     start = submissions(rig.sim)
-    a = campaign(rig.api, "fair-a")
-    b = campaign(rig.api, "fair-b")
+    rig.clock.set(EVENING + 60_000)
     checked = 0
     while checked < 3:  # three looks while both are sending (at 100/s: 12 s in all)
         goal = start + 300 * (checked + 1)

@@ -16,11 +16,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import apsw
 import httpx
 import pytest
 
-from tests.harness import FileClock, Server, create_account, wait_for
+from tests.harness import FileClock, Server, create_account, db_rows, wait_for
 from tests.sending.support import SimulatorProcess, provider_config, send, wait_state
 from tests.web.console_support import create_user, csrf_of, sign_in
 from tests.webhooks.support import Received, Receiver, by_message, signed, webhook_config
@@ -30,14 +29,8 @@ MINUTE = 60_000
 
 def outbox(server: Server) -> list[tuple[Any, ...]]:
     """The outbox as stored: (event_id, ref, state, previous, delivered_at) by id."""
-    conn = apsw.Connection(str(server.data_dir / "appliance.db"),
-                           flags=apsw.SQLITE_OPEN_READONLY)
-    conn.set_busy_timeout(5000)
-    try:
-        return list(conn.execute("SELECT event_id, ref, state, previous, delivered_at"
-                                 " FROM webhook_outbox ORDER BY id"))
-    finally:
-        conn.close()
+    return db_rows(server.data_dir, "SELECT event_id, ref, state, previous, delivered_at"
+                   " FROM webhook_outbox ORDER BY id")
 
 
 def webhook_stats(api: httpx.Client) -> dict[str, Any]:
@@ -110,6 +103,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         sim.stop()
 
 
+@pytest.mark.usefixtures("backend")
 def test_a_failing_receiver_down_across_kill_9_gets_every_event_signed_in_order(
         rig: Rig) -> None:
     receiver = Receiver(fail_first=3).start()
