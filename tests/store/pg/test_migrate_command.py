@@ -205,7 +205,8 @@ def api_answers(server: Server, key: str, refs: list[str], numbers: list[str]
             out[f"campaign {c['id']}"] = get(f"/api/campaigns/{c['id']}")
         for ref in refs:
             out[f"message {ref}"] = get(f"/api/messages/{ref}")
-        return _steady(out)
+        steady: dict[str, Any] = _steady(out)
+        return steady
 
 
 def test_after_migrate_the_api_answers_the_same_from_postgresql(
