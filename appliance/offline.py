@@ -38,7 +38,7 @@ class OfflineAppliance:
             except DataDirLocked:
                 self.server_running = True
         try:
-            self.appliance = Appliance(settings).open()
+            self.appliance = Appliance(settings).open(serving=False)
         except (SchemaTooNew, NotAnApplianceDatabase) as exc:
             self.lock.release()
             fail(str(exc))

@@ -89,12 +89,18 @@ class Appliance:
 
         return leading
 
-    def open(self) -> Appliance:
+    def open(self, *, serving: bool = True) -> Appliance:
+        """Open the store. ``serving`` is false for a command-line command: on
+        PostgreSQL it then leaves the status webhooks' triggers as the servers made them
+        (a command's settings need not name ``[webhooks]``; its ``false`` must not turn
+        the running servers' events off). The count triggers come with the schema."""
         ensure_data_dir(self.settings)
         self._store = Store.open(self.settings)
         if self.on_postgresql:
             try:
-                install_postgresql_triggers(self._store, webhooks=self.settings.webhooks.configured)
+                if serving:
+                    install_postgresql_triggers(self._store,
+                                                webhooks=self.settings.webhooks.configured)
                 self.liveness = Liveness(self.settings.database_url)
                 if not self.liveness.try_lead():
                     raise StorageUnavailable("cannot take this process's lock on PostgreSQL")

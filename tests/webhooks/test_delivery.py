@@ -103,12 +103,13 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         sim.stop()
 
 
-@pytest.mark.usefixtures("backend")
 def test_a_failing_receiver_down_across_kill_9_gets_every_event_signed_in_order(
-        rig: Rig) -> None:
+        rig: Rig, backend: str) -> None:
     receiver = Receiver(fail_first=3).start()
-    server = rig.server("crash", rig.config("crash", receiver))
+    server = rig.server(f"crash-{backend}", rig.config(f"crash-{backend}", receiver))
     try:
+        # A command beside the running server, its settings without [webhooks]: on
+        # PostgreSQL it must leave the server's event triggers alone.
         key = create_account(server.data_dir)
         with server.client(key) as api:
             first = [send(api, f"+9053212100{i:02d}") for i in range(6)]
