@@ -14,15 +14,18 @@ import os
 import re
 import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import apsw
 import httpx
 import pytest
 
 from appliance.web.csv_export import spreadsheet_safe
-from tests.harness import ROOT, Server, appliance_cmd, free_port, wait_for
+from tests.harness import ROOT, Server, appliance_cmd, db_rows, free_port, wait_for
 from tests.imports.corpus import make_corpus
 from tests.web.console_support import PASSWORD, create_user
 
@@ -70,7 +73,9 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     create_user(data_dir, "alice")
     server = Server(data_dir, config=config, env={
         "APPLIANCE_IMPORT_MAX_ROWS": str(MAX_ROWS),
-        "APPLIANCE_IMPORT_CHUNK_LINES": "150",
+        "APPLIANCE_IMPORT_CHUNK_LINES": "100",
+        # The test holds the write lock for a few seconds to freeze an import half way.
+        "APPLIANCE_BUSY_TIMEOUT_MS": "60000",
     })
     try:
         wait_for(lambda: _port_open(sim_port), 30, message="the simulator to listen")
@@ -145,36 +150,100 @@ def reload_racing_the_page(page: Any) -> None:
     page.reload()
 
 
+class WriterHold(threading.Thread):
+    """Takes the database's write lock as soon as the next import job has committed some
+    of its chunks and not all, and keeps it until ``release()``: the import stands still
+    meanwhile, while every read (the page's polling) goes on.
+
+    It watches with plain reads (which never get in the appliance's way), then spins for
+    the lock: a busy handler that retries at once takes the first gap between two of the
+    writer's commits, where SQLite's own handler would sleep through the whole import."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(daemon=True)
+        self.db = str(data_dir / "appliance.db")
+        self.after_job = int(db_rows(
+            data_dir, "SELECT coalesce(max(id), 0) FROM import_jobs")[0][0])
+        self.holding = threading.Event()
+        self.done = threading.Event()
+        self.error: str | None = None
+
+    def _job(self, conn: apsw.Connection) -> tuple[int, int, str, bool] | None:
+        """(processed, total, state, whether a rate can be shown yet) of the job."""
+        rows = list(conn.execute(
+            "SELECT processed, total, state, updated_at > started_at FROM import_jobs"
+            " WHERE id > ? ORDER BY id LIMIT 1", (self.after_job,)))
+        return (int(rows[0][0]), int(rows[0][1]), str(rows[0][2]), bool(rows[0][3])
+                ) if rows else None
+
+    def run(self) -> None:
+        conn = apsw.Connection(self.db)
+        try:
+            while not self.done.is_set():
+                job = self._job(conn)
+                if job is not None and job[0] > 0 and job[3]:
+                    break
+                time.sleep(0.0005)
+            conn.set_busy_handler(lambda _tries: not self.done.is_set())
+            conn.execute("BEGIN IMMEDIATE")
+            job = self._job(conn)
+            if job is not None and job[0] < job[1] and job[2] in ("DRAFT", "RUNNING"):
+                self.holding.set()
+            else:
+                self.error = f"the import finished before it could be held: {job}"
+            self.done.wait()
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+
+    def wait_holding(self, timeout: float = 30) -> None:
+        wait_for(lambda: self.holding.is_set() or self.error, timeout,
+                 message="the import's first chunks")
+        assert self.error is None, self.error
+
+    def release(self) -> None:
+        self.done.set()
+        self.join(10)
+
+
 def test_paste_20000_lines_watch_the_bar_and_download_the_rejects(
         page: Any, console: Server, shots: Path) -> None:
     corpus = make_corpus(MAX_ROWS, seed=5)
     sign_in(page, console)
     page.fill("#new_list", "customers")
     paste(page, "#text", corpus.text())
-    page.click("[data-submit]")
-    page.wait_for_url(re.compile(r"/jobs/\d+$"))
+    # An import of 20,000 lines takes well under a second here, shorter than the
+    # page's polling interval: freeze it half way by holding the database's write lock.
+    # The page keeps answering (reads never wait for the writer) and must show it.
+    held = WriterHold(console.data_dir)
+    held.start()
+    try:
+        page.click("[data-submit]")
+        page.wait_for_url(re.compile(r"/jobs/\d+$"))
+        held.wait_holding()
+        bar = "[data-bar]"
+        page.wait_for_function(
+            "() => { const b = document.querySelector('[data-bar]');"
+            " return b && b.value > 0 && b.value < b.max; }")
+        page.wait_for_function("() => /\\d/.test(document.querySelector("
+                               "'[data-field=rows_per_s]').textContent)")
+        page.screenshot(path=str(shots / "import-progress.png"))
+        seen: list[float] = [float(page.eval_on_selector(bar, "b => b.value"))]
 
-    bar = "[data-bar]"
-    page.wait_for_function(
-        "() => { const b = document.querySelector('[data-bar]');"
-        " return b && b.value > 0 && b.value < b.max; }")
-    page.wait_for_function("() => /\\d/.test(document.querySelector("
-                           "'[data-field=rows_per_s]').textContent)")
-    page.screenshot(path=str(shots / "import-progress.png"))
-    seen: list[float] = [float(page.eval_on_selector(bar, "b => b.value"))]
-
-    # The bar survives a crash and a reload: the job lives in the appliance, not the page.
-    if page.locator("[data-job-poll]").count():
+        # The bar survives a crash and a reload: the job lives in the appliance, not the page.
+        assert page.locator("[data-job-poll]").count(), "the page stopped polling mid-import"
         console.kill9()
-        page.wait_for_selector("[data-poll-status]:has-text('reconnecting')")
-        port = console.port
-        console.restart()
-        if console.port == port:  # the page finds the appliance again by itself
-            page.wait_for_function(
-                "() => { const s = document.querySelector('[data-poll-status]');"
-                " return !s || s.textContent === ''; }")
-        else:  # the old port was taken meanwhile: open the new address
-            page.goto(page.url.replace(f":{port}/", f":{console.port}/"))
+    finally:
+        held.release()
+    page.wait_for_selector("[data-poll-status]:has-text('reconnecting')")
+    port = console.port
+    console.restart()
+    if console.port == port:  # the page finds the appliance again by itself
+        page.wait_for_function(
+            "() => { const s = document.querySelector('[data-poll-status]');"
+            " return !s || s.textContent === ''; }")
+    else:  # the old port was taken meanwhile: open the new address
+        page.goto(page.url.replace(f":{port}/", f":{console.port}/"))
     reload_racing_the_page(page)
     seen.append(float(page.eval_on_selector(bar, "b => b.value")))
     while page.locator("[data-bar]").count() and "Report" not in page.inner_text("#report-title"):
