@@ -16,6 +16,7 @@ resumes whatever was under way (every unit of work records its position).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import errno
@@ -113,6 +114,20 @@ class ApplianceServer(uvicorn.Server):
         self.shutdown_timeout_s = shutdown_timeout_s
         self.signalled_at: float | None = None
         self.on_signal = on_signal  # the loops stop taking new work at once
+        self._signalled = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop of ticks (the Date header, once a second), except that a signal
+        ends the wait at once instead of at the next tenth of a second."""
+        self._loop = asyncio.get_running_loop()
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._signalled.wait(), 0.1)
+            should_exit = await self.on_tick(counter)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -138,6 +153,8 @@ class ApplianceServer(uvicorn.Server):
             if self.on_signal is not None:
                 self.on_signal()
         super().handle_exit(sig, frame)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._signalled.set)
 
     def _watchdog(self) -> None:
         time.sleep(self.shutdown_timeout_s + WATCHDOG_GRACE_S)
