@@ -12,9 +12,8 @@ import click
 
 from appliance.config import ConfigError, Settings, ensure_data_dir
 from appliance.service import Appliance
-from appliance.store.errors import STORE_ERRORS
+from appliance.store.errors import STORE_ERRORS, NotAnApplianceDatabase
 from appliance.store.lock import DataDirLock, DataDirLocked
-from appliance.store.pg_schema import NotAnApplianceDatabase
 from appliance.store.schema import SchemaTooNew
 
 

@@ -25,7 +25,6 @@ from .base import (
     Transport,
     WireFormat,
 )
-from .http_transport import HttpTransport, classify_transport_error
 from .registry import ADAPTERS, Providers, build_adapter, build_provider
 
 __all__ = [
@@ -34,7 +33,6 @@ __all__ = [
     "INTERMEDIATE_STATES",
     "AuthError",
     "CallbackRequest",
-    "HttpTransport",
     "InboundMessage",
     "InboundParseError",
     "InboundReader",
@@ -52,5 +50,4 @@ __all__ = [
     "WireFormat",
     "build_adapter",
     "build_provider",
-    "classify_transport_error",
 ]

@@ -9,7 +9,6 @@ from appliance.config import ConfigError, ProviderSettings, Settings
 
 from .base import Provider, ProviderAdapter
 from .http_json import HttpJsonAdapter
-from .http_transport import HttpTransport
 from .inbound import inbound_reader
 from .infobip import InfobipAdapter
 from .simulator_kind import SimulatorAdapter
@@ -53,6 +52,8 @@ def build_provider(settings: ProviderSettings, *, submit_timeout_s: float,
         from .smpp_kind import smpp_provider
 
         return smpp_provider(settings, now_ms=now_ms)
+    from .http_transport import HttpTransport  # aiohttp: only where an HTTP provider runs
+
     adapter = build_adapter(settings, now_ms=now_ms)
     return Provider(
         name=settings.name,

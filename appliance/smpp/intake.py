@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from appliance.inbound.store import (
     SMPP_CONTENT_TYPE,
@@ -49,8 +49,10 @@ from appliance.reports.states import Verdict
 from appliance.smpp.deliver import Deliver
 from appliance.smpp.submission import LateResponse
 from appliance.store.connection import Connection
-from appliance.store.pg_store import PgWriter
 from appliance.store.writer import Writer
+
+if TYPE_CHECKING:
+    from appliance.store.pg_store import PgWriter
 
 log = logging.getLogger("appliance.smpp")
 

@@ -50,3 +50,7 @@ STORAGE_ERRORS: tuple[type[BaseException], ...] = (
     StorageUnavailable, WriterClosed,
 )
 STORE_ERRORS: tuple[type[BaseException], ...] = (apsw.Error, StoreError, WriterClosed)
+
+
+class NotAnApplianceDatabase(RuntimeError):
+    """The database has tables but no appliance schema version: refused, not guessed at."""

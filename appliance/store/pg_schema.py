@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from appliance.store import dialect, pg_triggers
+from appliance.store.errors import NotAnApplianceDatabase
 from appliance.store.pg import PgConnection
 from appliance.store.schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, schema_sql
 
@@ -32,10 +33,6 @@ VERSION_TABLE: Final = "appliance_schema"
 FIRST_VERSION: Final = 5
 # pg_advisory_xact_lock key of the migration: "appliance" in ASCII, as a bigint.
 MIGRATION_LOCK: Final = int.from_bytes(b"applianc", "big") >> 1
-
-
-class NotAnApplianceDatabase(RuntimeError):
-    """The database has tables but no appliance schema version: refused, not guessed at."""
 
 
 def postgresql_schema_sql() -> str:

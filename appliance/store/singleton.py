@@ -20,11 +20,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+from typing import TYPE_CHECKING
 
 from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.errors import StoreError
-from appliance.store.pg import PgConnection
+
+if TYPE_CHECKING:  # psycopg is imported only where a database_url asks for it
+    from appliance.store.pg import PgConnection
 
 log = logging.getLogger("appliance.store")
 
@@ -58,6 +61,8 @@ class Singleton:
                 self._conn.execute("SELECT 1")  # still connected: still holding it
                 return True
             self._drop()
+            from appliance.store.pg import PgConnection
+
             self._conn = PgConnection.connect(self.database_url,
                                               application_name=f"appliance-{self.name}")
             row = self._conn.execute("SELECT pg_try_advisory_lock(?)", (self.key,)).fetchone()

@@ -16,9 +16,9 @@ from appliance.providers import (
     Outcome,
     SubmitResult,
     build_adapter,
-    classify_transport_error,
 )
 from appliance.providers.base import parse_retry_after, report
+from appliance.providers.http_transport import classify_transport_error
 from tests.providers.provider_test_support import NOW_MS
 
 REQ = httpx.Request("POST", "https://provider.example/send")
@@ -221,7 +221,8 @@ def test_an_outcome_of_parts_says_what_the_money_did() -> None:
 def test_an_http_transport_never_sends_part_of_a_message() -> None:
     import asyncio
 
-    from appliance.providers import HttpTransport, OutgoingMessage
+    from appliance.providers import OutgoingMessage
+    from appliance.providers.http_transport import HttpTransport
 
     adapter = build_adapter(replace(FULL, kind="vonage", base_url="http://127.0.0.1:9"))
     transport = HttpTransport(adapter, adapter.settings, 1.0)

@@ -11,10 +11,10 @@ from typing import Any
 import apsw
 import pytest
 
+from appliance.store.errors import NotAnApplianceDatabase
 from appliance.store.pg import PgConnection
 from appliance.store.pg_schema import (
     VERSION_TABLE,
-    NotAnApplianceDatabase,
     migrate,
     user_tables,
     version,
