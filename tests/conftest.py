@@ -16,11 +16,20 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import binary_build
 from tests.harness import Server, create_account
 from tests.pg_server import pg_server, pg_url
 
 __all__ = ["pg_server", "pg_url"]
 BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    binary_build.start_if_needed([item.nodeid for item in session.items])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    binary_build.stop()
 
 
 @pytest.fixture(autouse=True)

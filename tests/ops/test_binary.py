@@ -2,8 +2,9 @@
 through the parser process too), send through the provider simulator, receive its
 reports, back up while serving, restore into a second directory and find the same rows.
 
-Set ``APPLIANCE_BINARY`` to test an existing build; otherwise the module builds one
-(reusing ``dist/appliance`` when it is newer than every source file).
+Set ``APPLIANCE_BINARY`` to test an existing build; otherwise the suite builds one in
+the background while the tests before these run (``tests/binary_build.py``), reusing
+``dist/appliance`` when it is newer than every source file.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +23,8 @@ import pytest
 
 from appliance.imports.parse_process import PROCESS_MIN_LINES
 from appliance.smpp.session import SmppSession
-from tests.harness import ROOT, free_port, wait_for
+from tests import binary_build
+from tests.harness import free_port, wait_for
 from tests.imports.corpus import make_corpus
 from tests.pg_server import pg_server, pg_url
 from tests.smpp.support import Store, message, settings_for
@@ -33,30 +34,9 @@ __all__ = ["pg_server", "pg_url"]  # the PostgreSQL fixtures, used below
 FINAL = ("DELIVERED", "FAILED", "EXPIRED", "REJECTED", "UNKNOWN")
 
 
-def _newest_source() -> float:
-    newest = 0.0
-    for folder in ("appliance", "build"):
-        for path in (ROOT / folder).rglob("*"):
-            parts = path.relative_to(ROOT).parts
-            if path.is_file() and parts[:2] != ("build", "work") and "__pycache__" not in parts:
-                newest = max(newest, path.stat().st_mtime)
-    return newest
-
-
 @pytest.fixture(scope="module")
-def binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # Taken out of the environment: the binaries this module starts would refuse it as
-    # an unknown APPLIANCE_* setting.
-    given = os.environ.pop("APPLIANCE_BINARY", None)
-    if given:
-        return Path(given)
-    built = ROOT / "dist" / "appliance"
-    if built.exists() and built.stat().st_mtime > _newest_source():
-        return built
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, str(ROOT / "build" / "build_binary.py"),
-                    "--distpath", str(dist)], check=True, timeout=600)
-    return dist / "appliance"
+def binary() -> Path:
+    return binary_build.binary()
 
 
 def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
