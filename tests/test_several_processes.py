@@ -1,11 +1,12 @@
-"""Two ``appliance serve`` processes on one PostgreSQL database (SCALE-1), one killed.
+"""Two ``appliance serve`` processes on one PostgreSQL database (SCALE-1), killed.
 
 An import and a campaign through the simulator, with each process's receipts sent to
 the other process (``public_url``), so that callbacks hit both and reports land in the
 process that did not send; then ``kill -9`` the process parsing the import. The survivor
 takes the import over from its last chunk and the dead process's sends: the final table
 is exact, the simulator received no message twice, and every receipt a process
-acknowledged is applied.
+acknowledged is applied. With status webhooks on, each process is killed in turn: every
+event still reaches the receiver, in order per message.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import pytest
 from tests.harness import Server, create_account, db_rows, wait_for
 from tests.imports.corpus import make_corpus, make_numbers
 from tests.sending.support import SimulatorProcess
+from tests.webhooks.support import Receiver, webhook_config
+from tests.webhooks.test_delivery import check_received
 
 # The sizes SCALE-1 names: a 200,000-line import and a 5,000-message campaign (about
 # 50 s on two cores). SEVERAL_IMPORT_LINES=30000 SEVERAL_CAMPAIGN=2000 give a quicker
@@ -29,7 +32,7 @@ CAMPAIGN = int(os.environ.get("SEVERAL_CAMPAIGN", "5000"))
 OPEN = ("QUEUED", "RETRY", "SENDING")
 
 
-def config(path: Path, sim: SimulatorProcess, public_url: str) -> Path:
+def config(path: Path, sim: SimulatorProcess, public_url: str, rate_per_s: int = 400) -> Path:
     path.write_text(f"""
 public_url = "{public_url}"
 
@@ -39,7 +42,7 @@ chunk_lines = 1000
 [providers.sim]
 kind = "simulator"
 base_url = "{sim.url}"
-rate_per_s = 400
+rate_per_s = {rate_per_s}
 concurrency = 8
 """)
     return path
@@ -147,3 +150,65 @@ def test_two_processes_one_killed_exact_table_nothing_twice_every_receipt_applie
     wrong = {ref: (final, states.get(ref)) for ref, final in acked.items()
              if states.get(ref) != str(final).upper()}
     assert not wrong
+
+
+WEBHOOK_CAMPAIGN = 300
+
+
+@pytest.mark.slow
+def test_two_processes_each_killed_in_turn_deliver_every_status_event_signed_in_order(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Status webhooks with two processes: delivery runs in one of them at a time (an
+    advisory lock), so killing each in turn kills the one delivering at least once.
+    Every event still reaches the receiver, signed, in order per message, under one id;
+    an event is POSTed again only if it was in flight in the process killed."""
+    monkeypatch.setenv("APPLIANCE_DATABASE_URL", pg_url)
+    sim = SimulatorProcess(tmp_path, "--delay-min-ms", "20", "--delay-max-ms", "200",
+                           "--intermediate-rate", "0", "--seed", "8").start()
+    receiver = Receiver().start()
+    dirs = [tmp_path / "a" / "data", tmp_path / "b" / "data"]
+    for d in dirs:
+        d.mkdir(parents=True)
+    a, b = Server(dirs[0]), Server(dirs[1])
+    a.config = config(tmp_path / "a.toml", sim, b.url, rate_per_s=30)
+    b.config = config(tmp_path / "b.toml", sim, a.url, rate_per_s=30)
+    for cfg in (a.config, b.config):
+        webhook_config(cfg, receiver, "concurrency = 4")
+    servers = [a.start(), b.start()]
+    try:
+        key = create_account(dirs[0])
+        with a.client(key) as api:
+            made = api.post("/api/contacts/import", json={
+                "list": "hooks", "text": "\n".join(make_numbers(WEBHOOK_CAMPAIGN, seed=33))})
+            wait_for(lambda: job(api, made.json()["jobId"])["state"] == "DONE", 60,
+                     message="the list")
+            started = api.post("/api/campaigns", json={"list": "hooks", "body": "hooks"})
+            assert started.status_code in (200, 201, 202), started.text
+        for victim in servers:  # a, then b: the one delivering is among them
+            goal = len(receiver.taken()) + WEBHOOK_CAMPAIGN // 2
+            wait_for(lambda: len(receiver.taken()) >= goal, 60,  # noqa: B023 - used at once
+                     message="events delivered before the kill")
+            assert sim.stats()["submissions"] < WEBHOOK_CAMPAIGN, "the campaign was over"
+            victim.kill9()
+            victim.restart()
+
+        def settled() -> bool:
+            left = db_rows(dirs[0], "SELECT count(*) FROM messages WHERE state IN"
+                           f" ({','.join('?' * len(OPEN))})", OPEN)[0][0]
+            undelivered = db_rows(dirs[0], "SELECT count(*) FROM webhook_outbox"
+                                  " WHERE delivered_at IS NULL")[0][0]
+            return bool(left == 0 == undelivered and sim.stats()["pending_reports"] == 0)
+
+        # An event left waiting behind a head already delivered would never go out.
+        wait_for(settled, 60, interval=0.2, message="every message settled, every event out")
+    finally:
+        for s in servers:
+            s.stop()
+        receiver.stop()
+        sim.stop()
+    stored = db_rows(dirs[0], "SELECT event_id, ref, state, previous, delivered_at"
+                     " FROM webhook_outbox ORDER BY id")
+    assert len({ref for _, ref, *_ in stored}) == WEBHOOK_CAMPAIGN
+    check_received(receiver.all(), stored)
+    repeats = len(receiver.taken()) - len(stored)
+    assert repeats <= 2 * 4, f"{repeats} events POSTed twice: more than two kills had in flight"

@@ -150,6 +150,14 @@ def due_events(conn: Connection, now_ms: int, limit: int) -> tuple[list[Event], 
 def mark_delivered(conn: Connection, event: Event, now_ms: int) -> bool:
     """The receiver answered ``2xx`` for ``event`` (a write unit): it is delivered, and
     its message's next event becomes the head. False if it was delivered already."""
+    if dialect.of(conn).is_postgresql:
+        # A unit that changes this message writes its next event in the same transaction
+        # (store/pg_triggers.py), holding the message's row: wait for it to commit, so the
+        # next head below sees that event, or it sees this one delivered and makes its
+        # own event the head. Without the lock, each misses the other's change and the
+        # event is never sent (two writers at once: several processes, or the pool).
+        conn.execute("SELECT id FROM messages WHERE id = ? FOR UPDATE",
+                     (event.message_id,)).fetchall()
     conn.execute("UPDATE webhook_outbox SET delivered_at = ?, next_try_at = NULL"
                  " WHERE id = ? AND delivered_at IS NULL", (now_ms, event.id))
     if conn.changes() == 0:

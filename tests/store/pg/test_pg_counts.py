@@ -477,3 +477,46 @@ def test_migrate_copies_the_counts_without_counting_them_again(
         assert pg.execute("SELECT count(*) FROM message_counts").fetchone() == (0,)
     finally:
         pg.close()
+
+
+def test_an_event_written_while_its_messages_head_is_delivered_becomes_the_next_head(
+        pg: PgConnection, pg_url: str) -> None:
+    """Two writers at once (two processes, or two pooled connections): one marks a
+    message's head event delivered while the other is changing the message, and so
+    writing its next event. Whichever commits first, that next event becomes the head;
+    it never waits forever behind an event already delivered."""
+    in_unit(pg, lambda c: install(c, webhooks=True))
+    in_unit(pg, lambda c: set_receiver(c, URL, NOW))
+    in_unit(pg, lambda c: accept(c, "race", NOW))
+    [head] = due_events(pg, NOW + 1, 10)[0]
+    assert head.state == "QUEUED"
+    changer, deliverer = PgConnection.connect(pg_url), PgConnection.connect(pg_url)
+    try:
+        # The sender's unit: the message is submitted, and its SUBMITTED event written
+        # behind the undelivered head, in a transaction still open.
+        changer.execute("BEGIN")
+        attempt(cast(Any, changer), SubmitResult.ACCEPTED, NOW + 2, "P1")
+        # Meanwhile the deliverer marks the head delivered.
+        backend = int(deliverer.execute("SELECT pg_backend_pid()").fetchone()[0])
+        finished = threading.Event()
+
+        def deliver() -> None:
+            in_unit(deliverer, lambda c: mark_delivered(c, head, NOW + 3))
+            finished.set()
+
+        worker = threading.Thread(target=deliver)
+        worker.start()
+
+        def waiting_or_done() -> bool:
+            row = pg.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = ?",
+                             (backend,)).fetchone()
+            return finished.is_set() or (row is not None and row[0] == "Lock")
+
+        wait_for(waiting_or_done, 10, message="the deliverer to wait or finish")
+        changer.execute("COMMIT")
+        worker.join(10)
+        assert finished.is_set()
+    finally:
+        changer.close()
+        deliverer.close()
+    assert [e.state for e in due_events(pg, NOW + 10, 10)[0]] == ["SUBMITTED"]
