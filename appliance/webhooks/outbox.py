@@ -155,7 +155,7 @@ def mark_delivered(conn: Connection, event: Event, now_ms: int) -> bool:
         # (store/pg_triggers.py), holding the message's row: wait for it to commit, so the
         # next head below sees that event, or it sees this one delivered and makes its
         # own event the head. Without the lock, each misses the other's change and the
-        # event is never sent (two writers at once: several processes, or the pool).
+        # event is never sent (two writers at once: several processes, each with its own).
         conn.execute("SELECT id FROM messages WHERE id = ? FOR UPDATE",
                      (event.message_id,)).fetchall()
     conn.execute("UPDATE webhook_outbox SET delivered_at = ?, next_try_at = NULL"

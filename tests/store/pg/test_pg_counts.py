@@ -481,7 +481,7 @@ def test_migrate_copies_the_counts_without_counting_them_again(
 
 def test_an_event_written_while_its_messages_head_is_delivered_becomes_the_next_head(
         pg: PgConnection, pg_url: str) -> None:
-    """Two writers at once (two processes, or two pooled connections): one marks a
+    """Two writers at once (two processes, each with its writer): one marks a
     message's head event delivered while the other is changing the message, and so
     writing its next event. Whichever commits first, that next event becomes the head;
     it never waits forever behind an event already delivered."""
