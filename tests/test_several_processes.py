@@ -48,6 +48,12 @@ concurrency = 8
     return path
 
 
+def still_open(data_dir: Path) -> int:
+    """Messages not yet submitted or settled (in the store the processes share)."""
+    return int(db_rows(data_dir, "SELECT count(*) FROM messages WHERE state IN"
+                       f" ({','.join('?' * len(OPEN))})", OPEN)[0][0])
+
+
 def job(api: httpx.Client, job_id: int) -> dict[str, Any]:
     found: dict[str, Any] = api.get(f"/api/jobs/{job_id}").json()
     return found
@@ -107,8 +113,7 @@ def test_two_processes_one_killed_exact_table_nothing_twice_every_receipt_applie
             servers[victim].restart()  # the receipts sent to it are taken again
 
             def settled() -> bool:
-                left = db_rows(dirs[0], "SELECT count(*) FROM messages WHERE state IN"
-                               f" ({','.join('?' * len(OPEN))})", OPEN)[0][0]
+                left = still_open(dirs[0])
                 # A receipt taken by one process while the other was recording its
                 # message's submission waits for the reconciler's next try (1 s, 5 s...).
                 waiting = db_rows(dirs[0], "SELECT count(*) FROM report_inbox"
@@ -193,8 +198,7 @@ def test_two_processes_each_killed_in_turn_deliver_every_status_event_signed_in_
             victim.restart()
 
         def settled() -> bool:
-            left = db_rows(dirs[0], "SELECT count(*) FROM messages WHERE state IN"
-                           f" ({','.join('?' * len(OPEN))})", OPEN)[0][0]
+            left = still_open(dirs[0])
             undelivered = db_rows(dirs[0], "SELECT count(*) FROM webhook_outbox"
                                   " WHERE delivered_at IS NULL")[0][0]
             return bool(left == 0 == undelivered and sim.stats()["pending_reports"] == 0)
