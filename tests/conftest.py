@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from appliance.store import Store
 from tests import binary_build
 from tests.harness import Server, create_account
 from tests.pg_server import pg_server, pg_url
@@ -57,6 +58,16 @@ def data_dir(tmp_path: Path) -> Path:
     d = tmp_path / "data"
     d.mkdir()
     return d
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A new SQLite store in the test's directory, opened as the appliance opens it."""
+    s = Store.open(str(tmp_path / "appliance.db"))
+    try:
+        yield s
+    finally:
+        s.close()
 
 
 @pytest.fixture

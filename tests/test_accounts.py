@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from appliance.accounts import (
@@ -18,15 +15,6 @@ from appliance.accounts import (
     revoke_key,
 )
 from appliance.store import Store
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(str(tmp_path / "appliance.db"))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def test_the_only_account_is_chosen_several_need_a_name_and_none_is_never_made(

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import apsw
 import pytest
 
@@ -12,15 +9,6 @@ from appliance.imports import contact_lists as cl
 from appliance.imports.import_job import ListBeingDeleted, NewJob, create_job, ensure_list
 from appliance.store import Store
 from tests.reports.support import add_account
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(str(tmp_path / "appliance.db"))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def _list_with(store: Store, count: int) -> tuple[int, int]:

@@ -1,6 +1,6 @@
-"""A real store (writer thread, read connections) over a fresh SQLite file; or, for a
-module that asks for ``store_on_both``, over each backend in turn (SQLite, then a fresh
-PostgreSQL schema)."""
+"""``store_on_both``: a real store (writer thread, read connections) over each backend
+in turn, SQLite then a fresh PostgreSQL schema (``store``, SQLite alone, is in
+``tests/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,6 @@ import pytest
 
 from appliance.store import Store
 from tests.conftest import BACKENDS
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(str(tmp_path / "appliance.db"))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -17,7 +17,6 @@ step compare:
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,15 +60,6 @@ START = 1_700_000_000_000
 STATUSES = [("delivered", "DELIVERED"), ("delivrd", "DELIVERED"), ("undeliv", "FAILED"),
             ("expired", "EXPIRED"), ("rejectd", "REJECTED"), ("enroute", "ENROUTE"),
             ("accepted", "ACCEPTED")]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(str(tmp_path / "appliance.db"))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 # -- the recount: the summaries' figures by scanning every message ----------------------

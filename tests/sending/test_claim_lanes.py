@@ -5,11 +5,8 @@ writer; the end-to-end behaviour (a real server and provider) is in the other te
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import apsw
-import pytest
 
 from appliance.sending import campaigns as camp
 from appliance.sending.messages import (
@@ -24,15 +21,6 @@ from appliance.store import Store
 
 NOW = 1_800_000_000_000  # 2027-01-15T08:00:00Z
 PROVIDER = "sim"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(str(tmp_path / "appliance.db"))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def _account(c: apsw.Connection) -> int:

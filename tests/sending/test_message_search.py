@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import apsw
-import pytest
 
 from appliance.sending.message_search import MessageFilter, search_messages
 from appliance.store import Store
 from tests.reports.support import add_account, add_message
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(str(tmp_path / "appliance.db"))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def test_each_filter_narrows_and_pages_go_back_in_time(store: Store) -> None:

@@ -9,11 +9,7 @@ next attempt and only it, a part that may have been taken is never resent blindl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import apsw
-import pytest
 
 from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.reports.apply import receive
@@ -34,15 +30,6 @@ PROVIDER = "smsc"
 THREE_PARTS = "x" * 400  # GSM-7: 3 x 153
 ACCEPTED, RETRY, REJECTED, UNCERTAIN = (SubmitResult.ACCEPTED, SubmitResult.RETRY,
                                         SubmitResult.REJECTED, SubmitResult.UNCERTAIN)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(str(tmp_path / "appliance.db"))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def queue(store: Store, ref: str, body: str = THREE_PARTS) -> None:

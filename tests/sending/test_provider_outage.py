@@ -10,13 +10,11 @@ throttle) still counts every attempt.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
 import httpx
-import pytest
 
 from appliance.providers.base import Outcome, SubmitResult
 from appliance.providers.http_transport import classify_transport_error
@@ -34,15 +32,6 @@ from tests.sending.support import SimulatorProcess, message, provider_config, se
 
 NOW = 1_700_000_000_000
 PROVIDER = "sim"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(str(tmp_path / "appliance.db"))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def queued(store: Store, ref: str) -> None:
