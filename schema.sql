@@ -74,8 +74,8 @@ CREATE TABLE import_jobs (
     region             TEXT    NOT NULL,
     state              TEXT    NOT NULL,  -- DRAFT RUNNING DONE FAILED CANCELLED
     total              INTEGER NOT NULL,  -- lines in the payload
-    processed          INTEGER NOT NULL DEFAULT 0,  -- lines done (the resume position)
-    text_offset        INTEGER NOT NULL DEFAULT 0,  -- offset in the decoded text of line `processed`+1
+    processed          INTEGER NOT NULL DEFAULT 0,  -- lines done
+    text_offset        INTEGER NOT NULL DEFAULT 0,  -- offset in the decoded text where parsing resumes
     inserted           INTEGER NOT NULL DEFAULT 0,
     duplicates_in_paste INTEGER NOT NULL DEFAULT 0,
     duplicates_in_list INTEGER NOT NULL DEFAULT 0,
@@ -90,6 +90,13 @@ CREATE TABLE import_jobs (
     payload_pruned_at  INTEGER,
     rerun_of           INTEGER,  -- IMP-11: the job whose stored payload this one parses again
     lease_owner        TEXT,  -- SCALE-1: the process parsing it (store/owner.py)
+    -- A large job is applied a window of lines at a time, its numbers in index order
+    -- (imports/parse_process.py). While one is part-way: where it ends, how many of its
+    -- distinct numbers are in, and how many of its lines those account for (`processed`
+    -- counts them; the window starts at line `processed` - `window_lines`, `text_offset`).
+    window_to          INTEGER,
+    window_done        INTEGER NOT NULL DEFAULT 0,
+    window_lines       INTEGER NOT NULL DEFAULT 0,
     UNIQUE (account_id, idempotency_key)
 );
 CREATE INDEX import_jobs_state ON import_jobs (state);
@@ -98,8 +105,10 @@ CREATE INDEX import_jobs_finished ON import_jobs (finished_at);
 CREATE TABLE import_payloads (
     job_id        INTEGER PRIMARY KEY REFERENCES import_jobs(id),
     content_type  TEXT    NOT NULL,
-    body          BLOB    NOT NULL,
-    received_at   INTEGER NOT NULL
+    received_at   INTEGER NOT NULL,
+    -- Last, so that SQLite stores a zeroblob(n) the accept then fills piece by piece
+    -- without making the n bytes in memory first (twice: the zeros and the record).
+    body          BLOB    NOT NULL
 );
 
 CREATE TABLE import_rejects (

@@ -1,10 +1,10 @@
 """Import jobs in the store: creating one idempotently, reading it, advancing it.
 
 Every function here is a read unit or a write unit (a function of an apsw
-connection). :func:`apply_parsed` is the heart of IMP-4: the contacts of one chunk,
-its reject rows and the new position are written in one transaction, and the
-position update is guarded by the previous position so two workers can never
-advance the same job. :func:`rerun_job` (IMP-11) makes a new job over a finished
+connection). :func:`apply_parsed` is the heart of IMP-4: the contacts of one part of a
+window of lines, and with its last part the window's rejects and the new position,
+are written in one transaction, guarded by the position before so two workers can
+never advance the same job. :func:`rerun_job` (IMP-11) makes a new job over a finished
 job's stored payload (copied inside the database, never through Python), so the
 current parser reads it again, into the same list or another.
 """
@@ -28,7 +28,7 @@ JOB_COLUMNS = (
     "j.id, j.account_id, l.name, j.list_id, j.state, j.region, j.total, j.processed,"
     " j.text_offset, j.inserted, j.duplicates_in_paste, j.duplicates_in_list, j.rejected,"
     " j.blank, j.header_skipped, j.error, j.created_at, j.started_at, j.finished_at,"
-    " j.updated_at, j.payload_pruned_at, j.rerun_of"
+    " j.updated_at, j.payload_pruned_at, j.rerun_of, j.window_to, j.window_done, j.window_lines"
 )
 
 
@@ -81,15 +81,27 @@ class ImportJob:
     updated_at: int
     payload_pruned_at: int | None
     rerun_of: int | None = None
+    # A window part-way (see schema.sql): its end line, its numbers in, its lines done.
+    window_to: int | None = None
+    window_done: int = 0
+    window_lines: int = 0
 
     @property
     def duplicates(self) -> int:
         return self.duplicates_in_paste + self.duplicates_in_list
 
     @property
+    def resume_line(self) -> int:
+        """The line after which parsing resumes (at ``text_offset``): the start of the
+        window part-way, else ``processed``."""
+        return self.processed - self.window_lines
+
+    @property
     def entries_seen(self) -> int:
-        """Non-blank lines handled so far (header detection looks at the first one)."""
-        return self.inserted + self.duplicates + self.rejected + self.header_skipped
+        """Non-blank lines before :attr:`resume_line` (header detection looks at the
+        first one). A window's blank lines are counted when it ends, so ``blank`` holds
+        only those before it."""
+        return self.resume_line - self.blank
 
 
 @dataclass(frozen=True)
@@ -356,21 +368,29 @@ def load_payload(conn: Connection, job_id: int) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
-def apply_parsed(conn: Connection, chunk: Any, now_ms: int) -> ImportJob:
-    """Write unit: one chunk's contacts, rejects and position, or nothing at all.
+def apply_parsed(conn: Connection, part: Any, now_ms: int) -> ImportJob:
+    """Write unit: one part of a window of lines, or nothing at all.
 
-    ``chunk`` is a :class:`appliance.imports.parse_process.ParsedChunk`: each distinct
-    number once (with how many more lines of the chunk repeat it), so the inserts are
-    one ``executemany``. Duplicates are decided by the database, line by line: a line
-    whose number this job put in the list (in this chunk or before) is a duplicate
-    within the paste, any other line whose number is in the list already is "already
-    in the list".
+    ``part`` is a :class:`appliance.imports.parse_process.ParsedChunk`: some of the
+    window's distinct numbers (each with how many more lines of the window repeat it),
+    inserted in one ``executemany``; the window's last part also brings its rejects,
+    blank lines and header and moves the job to the window's end. A part applies only
+    where the job is: its window starting at the job's resume line, after exactly the
+    numbers of the window already in (``done_before``), so a part parsed twice or for
+    a job moved meanwhile raises :class:`JobMoved` and writes nothing.
+
+    Duplicates are decided by the database: a line whose number this job put in the
+    list (in this window or before) is a duplicate within the paste, any other line
+    whose number is in the list already is "already in the list".
     """
-    job = get_job(conn, chunk.job_id)
-    if job is None or job.state not in ACTIVE_STATES or job.processed != chunk.from_processed:
-        raise JobMoved(f"job {chunk.job_id} is not at line {chunk.from_processed}")
-    contacts: list[tuple[str, str | None]] = chunk.contacts
-    repeats: list[int] = chunk.repeats
+    job = get_job(conn, part.job_id)
+    if (job is None or job.state not in ACTIVE_STATES or job.resume_line != part.from_processed
+            or job.window_done != part.done_before
+            or job.window_to != (part.to_processed if part.done_before else None)):
+        raise JobMoved(f"job {part.job_id} is not at line {part.from_processed}"
+                       f" with {part.done_before} of its window's numbers in")
+    contacts: list[tuple[str, str | None]] = part.contacts
+    repeats: list[int] = part.repeats
     one_at_a_time(conn, f"list:{job.list_id}")  # beside a campaign made from this list
     before = conn.total_changes()  # contacts has no trigger: these are the rows inserted
     conn.executemany(
@@ -385,33 +405,43 @@ def apply_parsed(conn: Connection, chunk: Any, now_ms: int) -> ImportJob:
         ours: set[str] = set()
         numbers = [m for m, _ in contacts]
         for start in range(0, len(numbers), 500):
-            part = numbers[start:start + 500]
+            chunk = numbers[start:start + 500]
             ours.update(str(r[0]) for r in conn.execute(
                 "SELECT msisdn FROM contacts WHERE list_id = ? AND msisdn IN"
-                f" ({','.join('?' * len(part))}) AND job_id = ?",
-                (job.list_id, *part, job.id)))
+                f" ({','.join('?' * len(chunk))}) AND job_id = ?",
+                (job.list_id, *chunk, job.id)))
         owned = sum(1 + r for (m, _), r in zip(contacts, repeats, strict=True) if m in ours)
         dup_paste = owned - inserted
     dup_list = lines - inserted - dup_paste
-    if chunk.rejects:
-        conn.executemany(
-            "INSERT INTO import_rejects (job_id, line_number, line, reason, line_length)"
-            f" VALUES ({int(job.id)}, ?, ?, ?, ?) ON CONFLICT (job_id, line_number) DO NOTHING",
-            chunk.rejects)
-    done = chunk.to_processed >= job.total
-    conn.execute(
-        "UPDATE import_jobs SET processed = ?, text_offset = ?, inserted = inserted + ?,"
-        " duplicates_in_paste = duplicates_in_paste + ?,"
-        " duplicates_in_list = duplicates_in_list + ?,"
-        " rejected = rejected + ?, blank = blank + ?, header_skipped = header_skipped + ?,"
-        " state = ?, started_at = COALESCE(started_at, ?), finished_at = ?, updated_at = ?"
-        " WHERE id = ? AND processed = ? AND state IN ('DRAFT', 'RUNNING')",
-        (chunk.to_processed, chunk.to_offset, inserted, dup_paste, dup_list, len(chunk.rejects),
-         chunk.blank, chunk.header, "DONE" if done else "RUNNING", now_ms,
-         now_ms if done else None, now_ms, job.id, chunk.from_processed),
-    )
+    counts = ("inserted = inserted + ?, duplicates_in_paste = duplicates_in_paste + ?,"
+              " duplicates_in_list = duplicates_in_list + ?,")
+    guard = (" WHERE id = ? AND processed = ? AND window_done = ?"
+             " AND state IN ('DRAFT', 'RUNNING')")
+    if not part.last:
+        conn.execute(
+            f"UPDATE import_jobs SET {counts} processed = processed + ?,"
+            " window_to = ?, window_done = window_done + ?, window_lines = window_lines + ?,"
+            " state = 'RUNNING', started_at = COALESCE(started_at, ?), updated_at = ?" + guard,
+            (inserted, dup_paste, dup_list, lines, part.to_processed, len(contacts), lines,
+             now_ms, now_ms, job.id, job.processed, job.window_done))
+    else:
+        if part.rejects:
+            conn.executemany(
+                "INSERT INTO import_rejects (job_id, line_number, line, reason, line_length)"
+                f" VALUES ({int(job.id)}, ?, ?, ?, ?) ON CONFLICT (job_id, line_number)"
+                " DO NOTHING", part.rejects)
+        done = part.to_processed >= job.total
+        conn.execute(
+            f"UPDATE import_jobs SET {counts} processed = ?, text_offset = ?,"
+            " window_to = NULL, window_done = 0, window_lines = 0,"
+            " rejected = rejected + ?, blank = blank + ?, header_skipped = header_skipped + ?,"
+            " state = ?, started_at = COALESCE(started_at, ?), finished_at = ?, updated_at = ?"
+            + guard,
+            (inserted, dup_paste, dup_list, part.to_processed, part.to_offset,
+             len(part.rejects), part.blank, part.header, "DONE" if done else "RUNNING", now_ms,
+             now_ms if done else None, now_ms, job.id, job.processed, job.window_done))
     if conn.changes() != 1:
-        raise JobMoved(f"job {job.id} moved while this chunk was written")
+        raise JobMoved(f"job {job.id} moved while this part was written")
     out = get_job(conn, job.id)
     assert out is not None
     return out

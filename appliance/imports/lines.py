@@ -61,6 +61,7 @@ __all__ = [
     "iter_lines",
     "looks_like_header",
     "parse_line",
+    "skip_lines",
 ]
 
 MAX_LINE_LENGTH: Final = 1000
@@ -190,6 +191,29 @@ def iter_lines(text: str, start_line: int = 0, start_offset: int = 0) -> Iterato
         number += 1
         pos = m.end()
         yield Line(number, m.group(1)), pos
+
+
+def skip_lines(text: str, start_line: int, start_offset: int, count: int) -> tuple[int, int]:
+    """The position ``count`` lines after ``(start_line, start_offset)`` (fewer at the
+    end of ``text``): the ``(line.number, offset)`` :func:`iter_lines` yields for that
+    line, without making the lines. A parser that takes every other chunk steps over
+    the chunks between with it.
+    """
+    end = len(text)
+    find = text.find
+    line, pos = start_line, start_offset
+    while line - start_line < count and pos < end:
+        newline = find("\n", pos)
+        pos = end if newline < 0 else newline + 1
+        line += 1
+    if find("\r", start_offset, pos) < 0:
+        return line, pos
+    line, pos = start_line, start_offset  # a CR on the way: let iter_lines read the endings
+    for item, after in iter_lines(text, start_line, start_offset):
+        line, pos = item.number, after
+        if line - start_line >= count:
+            break
+    return line, pos
 
 
 # ---------------------------------------------------------------------------

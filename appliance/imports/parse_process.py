@@ -1,21 +1,29 @@
-"""Parsing an import in a second process, so that both cores work at once.
+"""Parsing an import in child processes, a window of lines at a time.
 
 The chunk parser (:func:`appliance.imports.chunk.parse_chunk`) is a pure function of a
-slice of the payload's text. For a large job the worker hands the parsing to a child
-process (``multiprocessing``, ``spawn``: the same in the frozen binary, where
-``build/entry.py`` calls ``freeze_support``): the child reads the stored payload
-itself through a read-only connection, decodes it once, and parses chunk after chunk
-from the position it was given, while the server's writer commits the chunks before.
-What it sends back is compact (:class:`ParsedChunk`: the chunk's distinct numbers with
-their names and repeats, its rejected lines), so the server spends little time
-reading it. The child runs ahead of the writer by at most a few chunks: a full pipe
-blocks it.
+slice of the payload's text. For a large job the worker hands the parsing to child
+processes (``multiprocessing``, ``spawn``: the same in the frozen binary, where
+``build/entry.py`` calls ``freeze_support``): each reads the stored payload itself
+through a read-only connection, decodes it once, and parses windows of lines from the
+position it was given, while the server's writer commits the parts before.
 
-The child writes nothing: every chunk is applied by the worker in one write unit
-guarded by the job's position (IMP-4), so a child that dies, a server killed with
-``kill -9`` or a job cancelled meanwhile cost at most a chunk parsed twice. Small jobs
-are parsed in a worker thread as before (:class:`LocalParser`): starting a process is
-not worth it for them.
+**Windows.** A large job is read :data:`WINDOW_CHUNKS` chunks of lines at a time (a
+window, 100,000 lines by default). A window's distinct numbers are sorted and sent in
+parts of ``chunk_lines`` numbers (:class:`ParsedChunk`), so the contacts index takes
+each part as a run of neighbouring keys: a part's commit writes a few pages of the
+index instead of one page a row, which is what bounds an import into a large list.
+The window's last part brings its rejected lines, blank lines and header, and moves
+the job to the window's end. With several children, window ``k`` is parsed by child
+``k % processes``; the others step over it (counting its lines, fast) and the server
+takes the parts from the children in turn, so they come in order.
+
+The children write nothing: every part is applied by the worker in one write unit
+guarded by the job's position, its window and how many of the window's numbers are in
+(IMP-4). A window is a pure function of the text, its start and its size (kept on the
+job while it is part-way), so a child that dies, a server killed with ``kill -9`` or a
+job cancelled meanwhile cost at most a window parsed again, and the parts already in
+are skipped. Small jobs are parsed in a worker thread (:class:`LocalParser`), a window
+of one chunk at a time: starting a process is not worth it for them.
 """
 
 from __future__ import annotations
@@ -23,9 +31,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import os
 import queue
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -33,24 +43,41 @@ import anyio.to_thread
 
 from appliance.imports.chunk import parse_chunk
 from appliance.imports.import_job import REJECT_LINE_KEEP, Chunk
-from appliance.imports.lines import PayloadEncodingError, decode_payload
+from appliance.imports.lines import (
+    PayloadEncodingError,
+    decode_payload,
+    iter_lines,
+    parse_line,
+    skip_lines,
+)
 
 log = logging.getLogger("appliance.imports")
-# Jobs of at least this many lines are parsed in the child process.
+# Jobs of at least this many lines are parsed in child processes.
 PROCESS_MIN_LINES = 20_000
-AHEAD = 4  # chunks the server keeps read from the child, beyond the pipe's own buffer
-_POLL_S = 5.0  # how often a wait for the child checks that it is still there
-STOP = "stop"  # sent to the child: drop the current request
+WINDOW_CHUNKS = 50  # a child's window: this many chunks of lines (100,000 by default)
+AHEAD = 4  # parts the server keeps read from each child, beyond the pipe's own buffer
+_POLL_S = 5.0  # how often a wait for a child checks that it is still there
+STOP = "stop"  # sent to a child: drop the current request
+
+
+def parser_processes() -> int:
+    """Children for a large import: one a core beside the server's, at least one, two
+    at most (past that the writer's core is the bound)."""
+    return max(1, min(2, (os.cpu_count() or 1)))
 
 
 @dataclass(frozen=True)
 class ParsedChunk:
-    """One chunk's outcome, as the write unit needs it (cheap to send between processes).
+    """One part of a window's outcome, as the write unit needs it (cheap to send
+    between processes).
 
-    ``contacts`` are the chunk's distinct numbers in the order they first appear, with
-    the name of that first line; ``repeats[i]`` is how many more lines of the chunk
-    carry ``contacts[i]``; ``rejects`` are ``(line number, line as kept, reason, length
-    of the whole line)``.
+    The window covers lines ``from_processed`` + 1 to ``to_processed`` (ending at
+    character ``to_offset``). ``contacts`` are some of its distinct numbers, with the
+    name of the first line that carries each; ``repeats[i]`` is how many more lines of
+    the window carry ``contacts[i]``; ``done_before`` is how many of the window's
+    numbers come before this part. Only the ``last`` part has the window's ``blank``
+    and ``header`` lines and its ``rejects``: ``(line number, line as kept, reason,
+    length of the whole line)``.
     """
 
     job_id: int
@@ -62,6 +89,8 @@ class ParsedChunk:
     contacts: list[tuple[str, str | None]]
     repeats: list[int]
     rejects: list[tuple[int, str, str, int]]
+    done_before: int = 0
+    last: bool = True
 
     @property
     def entries(self) -> int:
@@ -69,33 +98,80 @@ class ParsedChunk:
         return len(self.contacts) + sum(self.repeats) + len(self.rejects) + self.header
 
 
-def compact(chunk: Chunk) -> ParsedChunk:
-    index: dict[str, int] = {}
-    contacts: list[tuple[str, str | None]] = []
-    repeats: list[int] = []
-    rejects: list[tuple[int, str, str, int]] = []
-    header = 0
-    for row in chunk.rows:
-        if row.header:
-            header += 1
-        elif row.msisdn is None:
-            rejects.append((row.line_number, row.line[:REJECT_LINE_KEEP], row.reason,
-                            max(row.line_length, len(row.line))))
-        else:
-            at = index.get(row.msisdn)
-            if at is None:
-                index[row.msisdn] = len(contacts)
-                contacts.append((row.msisdn, row.name))
-                repeats.append(0)
+class _Window:
+    """A window's outcome, gathered chunk by chunk: each distinct number once with the
+    name of its first line and how many more lines repeat it (the lines themselves are
+    not kept), the rejected lines, the blank and header lines."""
+
+    def __init__(self, job_id: int, line: int) -> None:
+        self.job_id, self.from_processed = job_id, line
+        self.to_processed, self.to_offset = line, 0
+        self.index: dict[str, int] = {}
+        self.contacts: list[tuple[str, str | None]] = []
+        self.repeats: list[int] = []
+        self.rejects: list[tuple[int, str, str, int]] = []
+        self.blank = self.header = 0
+
+    def add(self, chunk: Chunk) -> None:
+        index, contacts, repeats = self.index, self.contacts, self.repeats
+        for row in chunk.rows:
+            if row.header:
+                self.header += 1
+            elif row.msisdn is None:
+                self.rejects.append((row.line_number, row.line[:REJECT_LINE_KEEP], row.reason,
+                                     max(row.line_length, len(row.line))))
             else:
-                repeats[at] += 1
-    return ParsedChunk(chunk.job_id, chunk.from_processed, chunk.to_processed, chunk.to_offset,
-                       chunk.blank, header, contacts, repeats, rejects)
+                at = index.get(row.msisdn)
+                if at is None:
+                    index[row.msisdn] = len(contacts)
+                    contacts.append((row.msisdn, row.name))
+                    repeats.append(0)
+                else:
+                    repeats[at] += 1
+        self.blank += chunk.blank
+        self.to_processed, self.to_offset = chunk.to_processed, chunk.to_offset
+
+    def parts(self, part_size: int, skip: int = 0) -> list[ParsedChunk]:
+        """Parts of ``part_size`` of the distinct numbers, sorted (a window of one part
+        keeps the lines' order), leaving out the first ``skip`` (applied already)."""
+        contacts, repeats = self.contacts, self.repeats
+        size = max(1, part_size)
+        if len(contacts) > size or skip:
+            order = sorted(range(len(contacts)), key=lambda i: contacts[i][0])
+            contacts = [contacts[i] for i in order]
+            repeats = [repeats[i] for i in order]
+        parts: list[ParsedChunk] = []
+        for start in range(skip, len(contacts), size):
+            last = start + size >= len(contacts)
+            parts.append(self.part(contacts[start:start + size], repeats[start:start + size],
+                                   start, last))
+        if not parts:  # no numbers (or all of them in): the last part is the rest
+            parts.append(self.part([], [], len(contacts), True))
+        return parts
+
+    def part(self, contacts: list[tuple[str, str | None]], repeats: list[int],
+             done_before: int, last: bool) -> ParsedChunk:
+        return ParsedChunk(self.job_id, self.from_processed, self.to_processed, self.to_offset,
+                           self.blank if last else 0, self.header if last else 0, contacts,
+                           repeats, self.rejects if last else [], done_before, last)
+
+
+def compact(chunk: Chunk) -> ParsedChunk:
+    """One chunk's outcome as a single part, its numbers in the lines' order."""
+    window = _Window(chunk.job_id, chunk.from_processed)
+    window.add(chunk)
+    return window.part(window.contacts, window.repeats, 0, True)
 
 
 @dataclass(frozen=True)
 class Request:
-    """Parse job ``job_id`` from line ``line`` (character ``offset``) to its end."""
+    """Parse job ``job_id`` from line ``line`` (character ``offset``) to its end, in
+    windows of ``window_lines`` lines sent as parts of ``chunk_lines`` numbers.
+
+    The first window ends at ``first_to`` when that is set (a window part-way, whose
+    first ``skip`` numbers are in already). With several children this one parses
+    windows ``phase``, ``phase + stride``, ... and steps over the others.
+    """
 
     number: int
     job_id: int
@@ -105,6 +181,11 @@ class Request:
     entries_seen: int
     chunk_lines: int
     total: int
+    window_lines: int
+    first_to: int | None = None
+    skip: int = 0
+    stride: int = 1
+    phase: int = 0
 
 
 class PayloadGone(LookupError):
@@ -164,120 +245,182 @@ def _child(commands: Connection, results: Connection, db_path: str) -> None:
             except PayloadEncodingError as exc:
                 results.send((request.number, exc))
                 continue
-            line, offset, seen = request.line, request.offset, request.entries_seen
-            while not commands.poll():  # a new request (or the end) supersedes this one
-                chunk = parse_chunk(request.job_id, text, line, offset, request.chunk_lines,
-                                    request.region, seen)
-                results.send((request.number, compact(chunk)))
-                if chunk.to_processed >= request.total or chunk.to_processed == line:
+            for part in parts_of(request, text):
+                if commands.poll():  # a new request (or the end) supersedes this one
                     break
-                line, offset, seen = chunk.to_processed, chunk.to_offset, seen + len(chunk.rows)
+                results.send((request.number, part))
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
         return  # the server stopped (or was killed): nothing of ours to finish
 
 
-class ChildParser:
-    """The server's side of the child: one child for the appliance's life, restarted
-    if it dies; a thread reads what it sends into a small queue."""
+def parts_of(request: Request, text: str) -> Iterator[ParsedChunk]:
+    """The request's parts that are this parser's, in order, to the end of the job."""
+    line, offset, seen = request.line, request.offset, request.entries_seen
+    first_to, skip = request.first_to, request.skip
+    turn = 0
+    while True:
+        size = max(1, first_to - line) if first_to is not None else request.window_lines
+        if turn % request.stride != request.phase:
+            line, offset, seen = _step_over(text, line, offset, seen, size)
+            if line >= request.total:
+                return  # the job ends in a window of another child's
+        else:
+            window = _Window(request.job_id, line)
+            end = line + size
+            while True:  # chunk by chunk, so that only the window's numbers are kept
+                chunk = parse_chunk(request.job_id, text, line, offset,
+                                    min(request.chunk_lines, end - line), request.region, seen)
+                window.add(chunk)
+                moved = chunk.to_processed != line
+                line, offset, seen = chunk.to_processed, chunk.to_offset, seen + len(chunk.rows)
+                if not moved or line >= end or line >= request.total:
+                    break
+            yield from window.parts(request.chunk_lines, skip)
+            if line >= request.total or window.to_processed == window.from_processed:
+                return
+        first_to, skip = None, 0
+        turn += 1
 
-    def __init__(self, db_path: str) -> None:
+
+def _step_over(text: str, line: int, offset: int, seen: int,
+               count: int) -> tuple[int, int, int]:
+    """The position ``count`` lines on (a window another child parses), and ``seen``
+    made non-zero if a non-blank line came on the way (only that matters to header
+    detection, and only until the first)."""
+    if seen:
+        return (*skip_lines(text, line, offset, count), seen)
+    at = (line, offset)
+    for item, after in iter_lines(text, line, offset):
+        if parse_line(item.text) is not None:  # the job's first entry: the header candidate
+            rest = count - (item.number - line)
+            return (*skip_lines(text, item.number, after, rest), 1)
+        at = (item.number, after)
+        if item.number - line >= count:
+            break
+    return (*at, 0)
+
+
+class _Child:
+    """One child process: its pipes, and a thread reading what it sends into a queue."""
+
+    def __init__(self, db_path: str, index: int, current: Any) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        commands_child, self.commands = ctx.Pipe(duplex=False)
+        self.results, results_child = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_child,
+                                args=(commands_child, results_child, db_path),
+                                name=f"appliance-import-parser-{index}", daemon=True)
+        self.proc.start()
+        commands_child.close()
+        results_child.close()
+        self.queue: queue.Queue[tuple[int, Parsed] | None] = queue.Queue(maxsize=AHEAD)
+        self._current = current  # () -> the request number whose chunks are wanted
+        threading.Thread(target=self._read, name=f"appliance-import-parser-reader-{index}",
+                         daemon=True).start()
+        log.info("import parser process started", extra={"pid": self.proc.pid})
+
+    def _read(self) -> None:
+        try:
+            while True:
+                number, parsed = self.results.recv()
+                if number == self._current():  # a superseded request's chunks are dropped
+                    self.queue.put((number, parsed))
+        except (EOFError, OSError):
+            self.queue.put(None)  # the child is gone
+
+    def alive(self) -> bool:
+        return bool(self.proc.is_alive())
+
+    def send(self, message: Request | str | None) -> None:
+        with contextlib.suppress(OSError):
+            self.commands.send(message)
+
+    def drain(self) -> None:
+        while True:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                return
+
+    def close(self) -> None:
+        self.send(None)
+        self.commands.close()
+        self.proc.join(2)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(2)
+        self.results.close()
+
+
+class ChildParser:
+    """The server's side of the children: ``processes`` of them for the appliance's
+    life, all started again if one dies. Chunk ``k`` of a request is parsed by child
+    ``k % processes``; :meth:`next` takes the chunks from the children in turn, so they
+    come in order."""
+
+    def __init__(self, db_path: str, processes: int = 1) -> None:
         self.db_path = db_path
-        self._proc: Any = None
-        self._commands: Connection | None = None
-        self._results: Connection | None = None
-        self._queue: queue.Queue[tuple[int, Parsed] | None] = queue.Queue(maxsize=AHEAD)
+        self.processes = max(1, processes)
+        self._children: list[_Child] = []
         self._current = 0
         self._numbers = 0
+        self._turn = 0
         self._lock = threading.Lock()
 
     def _ensure(self) -> None:
-        if self._proc is not None and self._proc.is_alive():
+        if self._children and all(child.alive() for child in self._children):
             return
         self.close()
-        ctx = multiprocessing.get_context("spawn")
-        commands_child, commands = ctx.Pipe(duplex=False)
-        results, results_child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(commands_child, results_child, self.db_path),
-                           name="appliance-import-parser", daemon=True)
-        proc.start()
-        commands_child.close()
-        results_child.close()
-        self._proc, self._commands, self._results = proc, commands, results
-        self._queue = queue.Queue(maxsize=AHEAD)
-        threading.Thread(target=self._read, args=(results, self._queue),
-                         name="appliance-import-parser-reader", daemon=True).start()
-        log.info("import parser process started", extra={"pid": proc.pid})
+        self._children = [_Child(self.db_path, i, lambda: self._current)
+                          for i in range(self.processes)]
 
-    def _read(self, results: Connection, into: queue.Queue[tuple[int, Parsed] | None]) -> None:
-        try:
-            while True:
-                number, parsed = results.recv()
-                if number == self._current:  # a superseded request's chunks are dropped
-                    into.put((number, parsed))
-        except (EOFError, OSError):
-            into.put(None)  # the child is gone
-
-    def start(self, job_id: int, region: str, line: int, offset: int, entries_seen: int,
-              chunk_lines: int, total: int) -> None:
+    def start(self, request: Request) -> None:
+        """Parse ``request`` (its ``number``, ``stride`` and ``phase`` are set here)."""
         with self._lock:
             self._ensure()
             self._numbers += 1
             self._current = self._numbers
-            self._drain()
-            assert self._commands is not None
-            self._commands.send(Request(self._current, job_id, region, line, offset,
-                                        entries_seen, chunk_lines, total))
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                return
+            self._turn = 0
+            stride = len(self._children)
+            for phase, child in enumerate(self._children):
+                child.drain()
+                child.send(replace(request, number=self._current, stride=stride, phase=phase))
 
     def _get(self) -> Parsed:
+        child = self._children[self._turn] if self._children else None
         while True:
-            try:
-                got = self._queue.get(timeout=_POLL_S)
-            except queue.Empty:
-                if self._proc is not None and self._proc.is_alive():
-                    continue  # slow (a large payload, a busy machine), not gone
-                got = None
+            got: tuple[int, Parsed] | None = None
+            if child is not None:
+                try:
+                    got = child.queue.get(timeout=_POLL_S)
+                except queue.Empty:
+                    if child.alive():
+                        continue  # slow (a large payload, a busy machine), not gone
             if got is None:
-                self.close()  # gone: the next start begins a new one
-                raise ChildGone("the import parser process ended")
+                self.close()  # gone: the next start begins new ones
+                raise ChildGone("an import parser process ended")
             number, parsed = got
             if number == self._current:
+                if not isinstance(parsed, ParsedChunk) or parsed.last:
+                    self._turn = (self._turn + 1) % len(self._children)
                 return parsed
 
     async def next(self) -> Parsed:
         return await anyio.to_thread.run_sync(self._get)
 
     def stop(self) -> None:
-        """Stop parsing the current request (the child waits for the next one)."""
+        """Stop parsing the current request (the children wait for the next one)."""
         with self._lock:
             self._numbers += 1
             self._current = self._numbers
-            self._drain()
-            if self._commands is not None:
-                with contextlib.suppress(OSError):
-                    self._commands.send(STOP)
+            for child in self._children:
+                child.drain()
+                child.send(STOP)
 
     def close(self) -> None:
-        if self._commands is not None:
-            with contextlib.suppress(OSError):
-                self._commands.send(None)
-            self._commands.close()
-            self._commands = None
-        if self._proc is not None:
-            self._proc.join(2)
-            if self._proc.is_alive():
-                self._proc.kill()
-                self._proc.join(2)
-            self._proc = None
-        if self._results is not None:
-            self._results.close()
-            self._results = None
+        children, self._children = self._children, []
+        for child in children:
+            child.close()
 
 
 class ChildGone(RuntimeError):
@@ -290,14 +433,14 @@ class LocalParser:
     def __init__(self, load_text: Any) -> None:
         self._load_text = load_text  # job id -> decoded text or None (may raise)
         self._request: Request | None = None
+        self._parts: Iterator[ParsedChunk] | None = None
         self._text: str | None = None
         self._text_job: int | None = None
 
-    def start(self, job_id: int, region: str, line: int, offset: int, entries_seen: int,
-              chunk_lines: int, total: int) -> None:
-        self._request = Request(0, job_id, region, line, offset, entries_seen, chunk_lines,
-                                total)
-        if self._text_job != job_id:
+    def start(self, request: Request) -> None:
+        self._request = replace(request, stride=1, phase=0)
+        self._parts = None
+        if self._text_job != request.job_id:
             self._text = self._text_job = None
 
     def _parse(self) -> Parsed:
@@ -311,18 +454,17 @@ class LocalParser:
             if text is None:
                 return PayloadGone()
             self._text, self._text_job = text, request.job_id
-        chunk = parse_chunk(request.job_id, self._text, request.line, request.offset,
-                            request.chunk_lines, request.region, request.entries_seen)
-        self._request = Request(0, request.job_id, request.region, chunk.to_processed,
-                                chunk.to_offset, request.entries_seen + len(chunk.rows),
-                                request.chunk_lines, request.total)
-        return compact(chunk)
+        if self._parts is None:
+            self._parts = parts_of(request, self._text)
+        part = next(self._parts, None)
+        assert part is not None, "asked for a part past the end of the job"
+        return part
 
     async def next(self) -> Parsed:
         return await anyio.to_thread.run_sync(self._parse)
 
     def stop(self) -> None:
-        self._request = None
+        self._request = self._parts = None
         self._text = self._text_job = None
 
     def close(self) -> None:

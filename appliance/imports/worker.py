@@ -33,11 +33,14 @@ from appliance.imports.import_job import (
 from appliance.imports.lines import PayloadEncodingError, decode_payload
 from appliance.imports.parse_process import (
     PROCESS_MIN_LINES,
+    WINDOW_CHUNKS,
     ChildGone,
     ChildParser,
     LocalParser,
     ParsedChunk,
     PayloadGone,
+    Request,
+    parser_processes,
 )
 from appliance.service import Appliance
 from appliance.store.connection import Connection
@@ -85,11 +88,12 @@ class ImportWorker:
         return None if payload is None else decode_payload(payload)
 
     def _parser_for(self, job: ImportJob) -> ChildParser | LocalParser:
-        if job.total - job.processed < PROCESS_MIN_LINES:
+        if job.window_to is None and job.total - job.processed < PROCESS_MIN_LINES:
             return self.local
         if self.child is None:
             settings = self.appliance.settings
-            self.child = ChildParser(settings.database_url or str(settings.db_path))
+            self.child = ChildParser(settings.database_url or str(settings.db_path),
+                                     parser_processes())
         return self.child
 
     def _start(self, job: ImportJob) -> None:
@@ -97,8 +101,14 @@ class ImportWorker:
             return  # the parser is already on its way from here
         self._parser.stop()
         self._parser = self._parser_for(job)
-        self._parser.start(job.id, job.region, job.processed, job.text_offset, job.entries_seen,
-                           self.appliance.settings.imports.chunk_lines, job.total)
+        chunk_lines = self.appliance.settings.imports.chunk_lines
+        window = chunk_lines
+        if self._parser is self.child:  # windows enough for each child to have two
+            share = (job.total - job.processed) // (4 * self.child.processes)
+            window = max(chunk_lines, min(chunk_lines * WINDOW_CHUNKS, share))
+        self._parser.start(Request(0, job.id, job.region, job.resume_line, job.text_offset,
+                                   job.entries_seen, chunk_lines, job.total, window,
+                                   job.window_to, job.window_done))
         self._streaming = (job.id, job.processed)
 
     def _forget(self) -> None:
@@ -117,14 +127,15 @@ class ImportWorker:
         started = time.perf_counter()
         self._start(job)
         applying: deque[tuple[ParsedChunk, asyncio.Future[ImportJob]]] = deque()
-        position = job.processed
+        # Where the next part must start: its window, the window's numbers in before it.
+        window_from, done_before, processed = job.resume_line, job.window_done, job.processed
         self._committed = job.processed
         try:
             while True:
                 try:
                     parsed = await self._parser.next()
                 except ChildGone:
-                    log.warning("the import parser process ended; starting it again")
+                    log.warning("an import parser process ended; starting them again")
                     self._streaming = None
                     break
                 if isinstance(parsed, PayloadEncodingError | PayloadGone):
@@ -134,23 +145,28 @@ class ImportWorker:
                     await self._fail(job.id, error)
                     self._forget()
                     return 0
-                chunk = parsed
-                if chunk.from_processed != position:  # not the chunk this job needs next
-                    self._streaming = None
+                part = parsed
+                if part.from_processed != window_from or part.done_before != done_before:
+                    self._streaming = None  # not the part this job needs next
                     break
-                if chunk.to_processed < job.total and chunk.to_processed == position:
+                if part.last and part.to_processed < job.total and part.to_processed == window_from:
                     await self._drain(applying)
                     await self._fail(job.id,
-                                     f"payload has {position} lines, job expected {job.total}")
+                                     f"payload has {window_from} lines, job expected {job.total}")
                     self._forget()
                     return 0
-                applying.append((chunk, asyncio.wrap_future(store.writer.submit(
-                    self._applying(chunk)))))
-                position = chunk.to_processed
-                self._streaming = (job.id, position)
+                applying.append((part, asyncio.wrap_future(store.writer.submit(
+                    self._applying(part)))))
+                if part.last:
+                    window_from, done_before, processed = part.to_processed, 0, part.to_processed
+                else:
+                    done_before += len(part.contacts)
+                    processed += len(part.contacts) + sum(part.repeats)
+                self._streaming = (job.id, processed)
                 while len(applying) >= IN_FLIGHT:
                     await self._settle(applying.popleft())
-                if (position >= job.total or time.perf_counter() - started > STEP_S
+                if ((part.last and window_from >= job.total)
+                        or time.perf_counter() - started > STEP_S
                         or self.appliance.scheduler.stopping):
                     break
         except JobMoved as exc:  # cancelled, or moved by someone else: start over from the store
@@ -159,12 +175,12 @@ class ImportWorker:
         finally:
             moved = await self._drain(applying)
             self.rate.add(self._committed - job.processed, time.perf_counter() - started)
-        if moved or position >= job.total:
+        if moved or window_from >= job.total:
             self._forget()
         return 0
 
-    def _applying(self, chunk: ParsedChunk) -> Callable[[Connection], ImportJob]:
-        return lambda c: apply_parsed(c, chunk, self.appliance.now_ms())
+    def _applying(self, part: ParsedChunk) -> Callable[[Connection], ImportJob]:
+        return lambda c: apply_parsed(c, part, self.appliance.now_ms())
 
     async def _fail(self, job_id: int, error: str) -> None:
         await self.appliance.store.writer.run(

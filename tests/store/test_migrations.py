@@ -135,3 +135,32 @@ def test_a_database_from_before_the_webhook_outbox_gets_it(tmp_path: Path) -> No
             == [("r", "QUEUED", None, 5)]
     finally:
         conn.close()
+
+
+def test_version_10_keeps_the_stored_payloads_with_the_body_last(tmp_path: Path) -> None:
+    """Version 10 rebuilds import_payloads with ``body`` last (only a last column's
+    zeroblob is stored without making it in memory) and keeps every payload."""
+    old = tmp_path / "v9.db"
+    at_version(old, 9)
+    conn = apsw.Connection(str(old))
+    conn.execute("INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0);"
+                 " INSERT INTO lists (id, account_id, name, created_at) VALUES (1, 1, 'l', 0);"
+                 " INSERT INTO import_jobs (id, account_id, list_id, idempotency_key,"
+                 " payload_sha256, region, state, total, processed, created_at, updated_at)"
+                 " VALUES (1, 1, 1, 'k', 'h', 'TR', 'RUNNING', 3, 2, 0, 0)")
+    conn.execute("INSERT INTO import_payloads (job_id, content_type, body, received_at)"
+                 " VALUES (1, 'text/plain', ?, 5)", (b"+905321234567\n" * 3,))
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    check = open_connection(str(old), readonly=True)
+    try:
+        columns = [str(r[1]) for r in check.execute("PRAGMA table_info(import_payloads)")]
+        kept = check.execute("SELECT job_id, content_type, body, received_at"
+                             " FROM import_payloads").fetchall()
+        job = check.execute("SELECT processed, window_to, window_done, window_lines"
+                            " FROM import_jobs").fetchall()
+    finally:
+        check.close()
+    assert columns[-1] == "body"
+    assert kept == [(1, "text/plain", b"+905321234567\n" * 3, 5)]
+    assert job == [(2, None, 0, 0)]  # part-way between chunks: where a window starts
