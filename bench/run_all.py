@@ -11,6 +11,7 @@ ORDER = [
     "bench_writer.py",
     "bench_parse.py",
     "bench_import.py",
+    "bench_contacts_order.py",
     "bench_callbacks_wrk.py",
     "bench_intake_cost.py",
     "bench_reports.py",

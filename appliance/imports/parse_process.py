@@ -58,6 +58,7 @@ WINDOW_CHUNKS = 50  # a child's window: this many chunks of lines (100,000 by de
 AHEAD = 4  # parts the server keeps read from each child, beyond the pipe's own buffer
 _POLL_S = 5.0  # how often a wait for a child checks that it is still there
 STOP = "stop"  # sent to a child: drop the current request
+NICENESS = 10  # added to a child's nice value
 
 
 def parser_processes() -> int:
@@ -223,7 +224,13 @@ def _load_text(db_path: str, job_id: int) -> str | None:
 
 
 def _child(commands: Connection, results: Connection, db_path: str) -> None:
-    """The child's loop: parse what it is asked to, until the server goes away."""
+    """The child's loop: parse what it is asked to, until the server goes away.
+
+    It runs at a lower priority (``nice`` +:data:`NICENESS`): on a busy machine the
+    server's event loop and writer come first, so an import never slows the API or the
+    report intake for long; on an idle one the parsers still have the cores."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(NICENESS)
     texts: dict[int, str] = {}
     try:
         while True:
