@@ -100,6 +100,7 @@ class StreamedLineCount:
         self.tail = b""
         self.off = False
         self.started = False
+        self.piece_crs = 0  # carriage returns in the last piece (plain text)
 
     @property
     def lines_at_least(self) -> int:
@@ -120,7 +121,8 @@ class StreamedLineCount:
         tail = self.tail
         if self.shape in ("text", "multipart"):
             self.counts[0] += piece.count(b"\n")
-            self.counts[1] += piece.count(b"\r")
+            self.piece_crs = piece.count(b"\r")
+            self.counts[1] += self.piece_crs
         elif self.shape == "json":
             for i, pattern in enumerate(_JSON_ENDINGS):
                 self.counts[i] += window.count(pattern) - tail.count(pattern)
@@ -171,7 +173,8 @@ class StreamedPayload(StreamedLineCount):
         self.sha256.update(piece)
         if self.last == b"\r" and piece[:1] == b"\n":
             self.crlfs += 1
-        self.crlfs += piece.count(b"\r\n")
+        if self.piece_crs:  # the two-byte search is the slowest count: only where a CR is
+            self.crlfs += piece.count(b"\r\n")
         self.size += len(piece)
         self.last = piece[-1:]
         if not self.content and piece.strip(_EMPTY_BYTES):

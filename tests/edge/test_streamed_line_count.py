@@ -7,13 +7,15 @@ is shaped (plain text, JSON, url-encoded, multipart) and however it is cut in pi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import urllib.parse
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from appliance.imports.accept import StreamedLineCount
+from appliance.config import ImportSettings
+from appliance.imports.accept import StreamedLineCount, StreamedPayload, count_payload_lines
 from appliance.imports.lines import count_lines
 
 texts = st.lists(st.sampled_from(["\n", "\r", "\r\n", "\\", "\\n", "\\\\", "n", "r", "a", '"',
@@ -59,3 +61,23 @@ def test_it_counts_what_is_there_and_refuses_past_the_limit() -> None:
         raise AssertionError("three lines passed a limit of two")
     utf16 = StreamedLineCount("text/plain", 0)
     utf16("\ufeff1\n2\n".encode("utf-16-le"))  # no line endings counted in UTF-16 bytes
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=texts.filter(lambda t: t.strip()), cuts=st.lists(st.integers(0, 10_000), max_size=8))
+def test_a_plain_text_body_checked_as_it_streams_counts_and_hashes_it_exactly(
+        text: str, cuts: list[int]) -> None:
+    """What the accept learns from the pieces (lines, sha256) is what reading the whole
+    body again would give, wherever the cuts fall (a CRLF split between two pieces)."""
+    body = text.encode()
+    checked = StreamedPayload("text/plain", 10**9)
+    start = 0
+    for cut in sorted(c % (len(body) + 1) for c in cuts):
+        if body[start:cut]:
+            checked(body[start:cut])
+        start = max(start, cut)
+    if body[start:]:
+        checked(body[start:])
+    limits = ImportSettings()
+    assert checked.result(limits) == (count_payload_lines(body, limits),
+                                      hashlib.sha256(body).hexdigest())
