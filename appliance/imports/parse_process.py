@@ -58,6 +58,7 @@ WINDOW_CHUNKS = 50  # a child's window: this many chunks of lines (100,000 by de
 AHEAD = 4  # parts the server keeps read from each child, beyond the pipe's own buffer
 _POLL_S = 5.0  # how often a wait for a child checks that it is still there
 STOP = "stop"  # sent to a child: drop the current request
+FORGET = "forget"  # sent to a child: drop the current request and the text it keeps
 NICENESS = 10  # added to a child's nice value
 
 
@@ -239,25 +240,46 @@ def _child(commands: Connection, results: Connection, db_path: str) -> None:
                 return
             if request == STOP:  # the job was cancelled or moved: wait for the next one
                 continue
-            assert isinstance(request, Request)
-            try:
-                text = texts.get(request.job_id)
-                if text is None:
-                    found = _load_text(db_path, request.job_id)
-                    if found is None:
-                        results.send((request.number, PayloadGone()))
-                        continue
-                    texts.clear()  # one job at a time: keep only its text
-                    text = texts[request.job_id] = found
-            except PayloadEncodingError as exc:
-                results.send((request.number, exc))
+            if request == FORGET:  # no job to parse: give the text's memory back
+                if texts:
+                    texts.clear()
+                    _trim_heap()
                 continue
-            for part in parts_of(request, text):
-                if commands.poll():  # a new request (or the end) supersedes this one
-                    break
-                results.send((request.number, part))
+            assert isinstance(request, Request)
+            _serve(request, texts, db_path, commands, results)
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
         return  # the server stopped (or was killed): nothing of ours to finish
+
+
+def _trim_heap() -> None:
+    """Hand the freed heap back to the system (glibc keeps it otherwise); elsewhere a
+    no-op."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _serve(request: Request, texts: dict[int, str], db_path: str, commands: Connection,
+           results: Connection) -> None:
+    """Send the request's parts, the job's text loaded first unless ``texts`` has it
+    (a function of its own, so that no local keeps the text once ``texts`` lets go)."""
+    try:
+        text = texts.get(request.job_id)
+        if text is None:
+            found = _load_text(db_path, request.job_id)
+            if found is None:
+                results.send((request.number, PayloadGone()))
+                return
+            texts.clear()  # one job at a time: keep only its text
+            text = texts[request.job_id] = found
+    except PayloadEncodingError as exc:
+        results.send((request.number, exc))
+        return
+    for part in parts_of(request, text):
+        if commands.poll():  # a new request (or the end) supersedes this one
+            return
+        results.send((request.number, part))
 
 
 def parts_of(request: Request, text: str) -> Iterator[ParsedChunk]:
@@ -415,14 +437,15 @@ class ChildParser:
     async def next(self) -> Parsed:
         return await anyio.to_thread.run_sync(self._get)
 
-    def stop(self) -> None:
-        """Stop parsing the current request (the children wait for the next one)."""
+    def stop(self, forget: bool = False) -> None:
+        """Stop parsing the current request (the children wait for the next one); with
+        ``forget``, the children drop the job's text too (there is no job to parse)."""
         with self._lock:
             self._numbers += 1
             self._current = self._numbers
             for child in self._children:
                 child.drain()
-                child.send(STOP)
+                child.send(FORGET if forget else STOP)
 
     def close(self) -> None:
         children, self._children = self._children, []
@@ -470,7 +493,7 @@ class LocalParser:
     async def next(self) -> Parsed:
         return await anyio.to_thread.run_sync(self._parse)
 
-    def stop(self) -> None:
+    def stop(self, forget: bool = True) -> None:
         self._request = self._parts = None
         self._text = self._text_job = None
 

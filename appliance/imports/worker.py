@@ -112,7 +112,7 @@ class ImportWorker:
         self._streaming = (job.id, job.processed)
 
     def _forget(self) -> None:
-        self._parser.stop()
+        self._parser.stop(forget=True)
         self._streaming = None
 
     async def step(self) -> float | None:

@@ -4,6 +4,7 @@ not in yet, and each part applied once, where the job is."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -21,9 +22,9 @@ from appliance.imports.import_job import (
     get_job,
 )
 from appliance.imports.lines import iter_lines, skip_lines
-from appliance.imports.parse_process import ParsedChunk, Request, parts_of
+from appliance.imports.parse_process import ParsedChunk, Request, parser_processes, parts_of
 from appliance.store import Store
-from tests.harness import Server, create_account
+from tests.harness import Server, create_account, wait_for
 from tests.imports.corpus import Corpus, make_corpus, make_numbers
 from tests.reports.support import add_account
 
@@ -223,3 +224,32 @@ def test_a_large_paste_is_accepted_without_copies_of_it_in_memory(data_dir: Path
         srv.stop()
     size = len(body) / 2**20
     assert grown < 3 * size, f"the accept of {size:.0f} MB grew the server by {grown:.0f} MB"
+
+
+@pytest.mark.slow
+def test_the_parser_processes_give_the_text_back_when_the_import_ends(data_dir: Path) -> None:
+    """Each parser process holds the decoded payload while it parses (twice its UTF-8
+    size here: the names make it two bytes a character); once the job is done, that
+    memory goes back to the system, not kept until the next import."""
+    corpus = make_corpus(200_000, seed=12, bare_share=0.0)
+    body = corpus.text().encode()
+    srv = Server(data_dir).start()
+    try:
+        key = create_account(data_dir)
+        with srv.client(key) as api:
+            job_id = api.post("/api/contacts/import?list=big", content=body,
+                              headers={"Content-Type": "text/plain"}).json()["jobId"]
+            wait_for(lambda: api.get(f"/api/jobs/{job_id}").json()["state"] == "DONE", 120,
+                     interval=0.05, message="the import to finish")
+        pids = [int(json.loads(line)["pid"]) for line in srv.log().splitlines()
+                if "import parser process started" in line]
+        assert len(pids) == parser_processes()
+        text_mb = 2 * len(body) / 2**20
+
+        def given_back() -> bool:
+            return all(memory_mb(pid, "VmRSS") < memory_mb(pid, "VmHWM") - text_mb / 2
+                       for pid in pids)
+
+        wait_for(given_back, 20, interval=0.1, message="the parsers' memory to go back")
+    finally:
+        srv.stop()
