@@ -144,10 +144,16 @@ def test_the_wal_is_checkpointed_off_the_writer_and_stays_bounded(tmp_path: Path
             put(i)
         wait_for(lambda: s.checkpointer.checkpoints >= 1, 10, message="a checkpoint")
         assert s.checkpointer.last_error is None
-        # Once checkpointed, the next write starts the WAL over and trims the file.
+        # Once checkpointed, the next write starts the WAL over and trims the file. (Each
+        # write waits for a checkpoint after the one before: a checkpoint still running
+        # when a write appends has not backfilled the whole WAL, and a busy machine can
+        # make that happen every time.)
         more = iter(range(60, 1000))
 
         def trimmed() -> bool:
+            done = s.checkpointer.checkpoints
+            wait_for(lambda: s.checkpointer.checkpoints > done, 10, interval=0.01,
+                     message="the next checkpoint")
             put(next(more))
             return s.checkpointer.wal_size() <= WAL_SIZE_LIMIT + 1024 * 1024
 
