@@ -254,7 +254,7 @@ def _child(commands: Connection, results: Connection, db_path: str) -> None:
 def _trim_heap() -> None:
     """Hand the freed heap back to the system (glibc keeps it otherwise); elsewhere a
     no-op."""
-    with contextlib.suppress(OSError, AttributeError):
+    with contextlib.suppress(OSError, AttributeError, ImportError):
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
