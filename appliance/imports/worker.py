@@ -1,15 +1,16 @@
-"""The import worker: a scheduler loop that advances jobs chunk by chunk.
+"""The import worker: a scheduler loop that advances jobs part by part.
 
-Each step takes the oldest unfinished job and works on it for up to :data:`STEP_S`: the
-chunks of ~2,000 lines are parsed ahead (in a second process for a large job,
-:mod:`appliance.imports.parse_process`; in a worker thread for a small one) while the
-writer commits the ones before, each in one unit that writes the contacts, the rejects
-and the new position together, guarded by the previous position (IMP-4). Up to
-:data:`IN_FLIGHT` chunk units wait for the writer at once, so the writer's group commit
-puts several in one transaction when the disk is the slower part. The step ends with
-every unit it handed over committed (or refused), so a stop never leaves one behind;
-once a stop began it ends after the chunk it is on. Killed anywhere, the job resumes
-from the last committed position on the next start (IMP-9).
+Each step takes the oldest unfinished job and works on it for up to :data:`STEP_S`: its
+lines are parsed ahead in windows (by child processes for a large job,
+:mod:`appliance.imports.parse_process`; in a worker thread, a window of one chunk, for
+a small one), and each window's outcome comes as parts that the writer commits one unit
+each: some of the window's numbers, and with its last part its rejects and the new
+position, guarded by where the job is (IMP-4). Up to :data:`IN_FLIGHT` part units wait
+for the writer at once, so the writer's group commit puts several in one transaction
+when the disk is the slower part. The step ends with every unit it handed over
+committed (or refused), so a stop never leaves one behind; once a stop began it ends
+after the part it is on. Killed anywhere, the job resumes from the last committed part
+on the next start (IMP-9).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from appliance.store.connection import Connection
 log = logging.getLogger("appliance.imports")
 LOOP = "imports"
 STEP_S = 0.5  # a step's work, so that a stop waits at most about this long
-IN_FLIGHT = 4  # chunk units handed to the writer and not committed yet
+IN_FLIGHT = 4  # part units handed to the writer and not committed yet
 
 
 @dataclass
