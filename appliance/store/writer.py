@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import queue
 import threading
 import time
@@ -29,6 +30,9 @@ T = TypeVar("T")
 WriteUnit = Callable[[apsw.Connection], T]
 log = logging.getLogger("appliance.writer")
 WAL_SIZE_LIMIT = 16 * 1024 * 1024
+# Past this the writer checkpoints the WAL itself, between two commits (see _bound_wal).
+WAL_HARD_LIMIT = 64 * 1024 * 1024
+_INLINE_CHECKPOINT_GAP_S = 0.02  # at most this often, when a reader keeps it from finishing
 
 
 class WriterClosed(RuntimeError):
@@ -67,6 +71,7 @@ class WriterStats:
     units: int = 0
     failed_units: int = 0
     failed_commits: int = 0
+    wal_checkpoints: int = 0  # the writer's own, past the WAL's hard limit
     last_commit_s: float = 0.0
     commit_seconds: list[float] = field(default_factory=list)
 
@@ -94,6 +99,8 @@ class Writer:
         self.synchronous = synchronous
         self.busy_timeout_ms = busy_timeout_ms
         self.max_batch = max_batch
+        self.wal_hard_bytes = WAL_HARD_LIMIT
+        self._next_inline_checkpoint = 0.0
         self.stats = WriterStats()
         self._on_commit = on_commit
         # Called after every commit with (seconds, units), e.g. by the metrics.
@@ -182,8 +189,44 @@ class Writer:
                     batch.append(nxt)
                 if batch:
                     self._commit_batch(conn, batch)
+                    self._bound_wal(conn)
         finally:
             conn.close()
+
+    def _bound_wal(self, conn: apsw.Connection) -> None:
+        """Checkpoint the WAL here, between two commits, once it is past its hard limit.
+
+        The checkpointer's passive checkpoints run beside the writer; while the writer
+        never pauses (a report flood, an import), each one finds frames appended while it
+        copied, the WAL is never wholly copied back, and it never starts over: it grew by
+        ~6 MB a second. A checkpoint on the writer's own connection has nothing appended
+        meanwhile, so the next commit starts the WAL over (and trims the file to
+        ``WAL_SIZE_LIMIT``). The commits wait for it: tens of milliseconds, once per
+        ``wal_hard_bytes`` written.
+        """
+        try:
+            size = os.stat(self.path + "-wal").st_size
+        except OSError:
+            return
+        now = time.monotonic()
+        if size < self.wal_hard_bytes or now < self._next_inline_checkpoint:
+            return
+        started = time.perf_counter()
+        try:
+            row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except apsw.BusyError:  # the checkpointer's own is running: after the next commit
+            return
+        except apsw.Error as exc:
+            log.warning("checkpoint by the writer failed: %s", exc)
+            self._next_inline_checkpoint = now + _INLINE_CHECKPOINT_GAP_S
+            return
+        if row is not None and int(row[2]) < int(row[1]):
+            # A reader still reads older frames: leave it a moment before trying again.
+            self._next_inline_checkpoint = now + _INLINE_CHECKPOINT_GAP_S
+        self.stats.wal_checkpoints += 1
+        log.info("the WAL passed its hard limit under a steady write load; checkpointed"
+                 " by the writer", extra={"wal_bytes": size,
+                                          "ms": round((time.perf_counter() - started) * 1000)})
 
     def _commit_batch(self, conn: apsw.Connection, batch: list[_Item]) -> None:
         started = time.perf_counter()

@@ -171,3 +171,55 @@ def one_write(s: Store, sql: str) -> Any:
 
 def store_count(s: Store) -> int:
     return s.readers.call(count_state)
+
+
+def test_the_wal_stays_bounded_under_writes_that_never_pause(tmp_path: Path) -> None:
+    """A passive checkpoint beside a writer that never pauses cannot finish (the writer
+    appends while it copies), so the WAL only starts over in a pause: a long report
+    flood grew it by ~6 MB a second. Past its hard limit the writer checkpoints itself,
+    between two commits, and the WAL starts over."""
+    from concurrent.futures import Future
+
+    from appliance.store.writer import WAL_SIZE_LIMIT
+
+    path = str(tmp_path / "w.db")
+    s = Store.open(path)  # its checkpointer as the appliance runs it (16 MB, every 0.5 s)
+    s.writer.wal_hard_bytes = 24 * 1024 * 1024
+    s.writer.max_batch = 4  # small commits, back to back: the writer never waits for work
+    largest = 0
+    stop = threading.Event()
+
+    def put(n: int) -> Callable[[apsw.Connection], None]:
+        value = n.to_bytes(4, "big") * 25_000  # 100 KB, never the same twice (SQLite
+        # skips writing a value equal to the one stored)
+
+        def unit(c: apsw.Connection) -> None:
+            c.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES (?, ?, 0)"
+                      " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                      (f"k{n % 50}", value))
+        return unit
+
+    def watch() -> None:
+        nonlocal largest
+        while not stop.is_set():
+            largest = max(largest, s.checkpointer.wal_size())
+            stop.wait(0.002)
+
+    def read() -> None:  # short reads all the time, as the API and the loops make them
+        while not stop.is_set():
+            s.readers.call(lambda c: c.execute("SELECT count(*) FROM appliance_state").fetchall())
+
+    others = [threading.Thread(target=watch)] + [threading.Thread(target=read) for _ in range(2)]
+    for t in others:
+        t.start()
+    try:
+        queued: list[Future[None]] = [s.writer.submit(put(n)) for n in range(2_000)]
+        for done in queued:  # 200 MB through the WAL
+            done.result(60)
+    finally:
+        stop.set()
+        for t in others:
+            t.join()
+        s.close()
+    assert s.writer.stats.wal_checkpoints >= 1
+    assert largest < s.writer.wal_hard_bytes + WAL_SIZE_LIMIT, f"the WAL reached {largest:,} bytes"
