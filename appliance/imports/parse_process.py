@@ -343,7 +343,7 @@ class _Child:
         commands_child.close()
         results_child.close()
         self.queue: queue.Queue[tuple[int, Parsed] | None] = queue.Queue(maxsize=AHEAD)
-        self._current = current  # () -> the request number whose chunks are wanted
+        self._current = current  # () -> the request number whose parts are wanted
         threading.Thread(target=self._read, name=f"appliance-import-parser-reader-{index}",
                          daemon=True).start()
         log.info("import parser process started", extra={"pid": self.proc.pid})
@@ -352,7 +352,7 @@ class _Child:
         try:
             while True:
                 number, parsed = self.results.recv()
-                if number == self._current():  # a superseded request's chunks are dropped
+                if number == self._current():  # a superseded request's parts are dropped
                     self.queue.put((number, parsed))
         except (EOFError, OSError):
             self.queue.put(None)  # the child is gone
@@ -383,9 +383,9 @@ class _Child:
 
 class ChildParser:
     """The server's side of the children: ``processes`` of them for the appliance's
-    life, all started again if one dies. Chunk ``k`` of a request is parsed by child
-    ``k % processes``; :meth:`next` takes the chunks from the children in turn, so they
-    come in order."""
+    life, all started again if one dies. Window ``k`` of a request is parsed by child
+    ``k % processes``; :meth:`next` takes each window's parts from the children in turn,
+    so they come in order."""
 
     def __init__(self, db_path: str, processes: int = 1) -> None:
         self.db_path = db_path

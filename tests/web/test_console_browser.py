@@ -144,7 +144,10 @@ def reload_racing_the_page(page: Any) -> None:
             page.reload()
             return
         except Exception as exc:  # playwright's Error: the navigation was superseded
-            if "ERR_ABORTED" not in str(exc) and "detached" not in str(exc):
+            # (Chromium words it "ERR_ABORTED", "frame was detached" or "Not attached to
+            # an active page", depending on the moment the page's own reload began.)
+            if not any(word in str(exc) for word in ("ERR_ABORTED", "detached",
+                                                      "Not attached")):
                 raise
             page.wait_for_load_state()
     page.reload()
