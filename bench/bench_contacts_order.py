@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.imports.chunk import parse_chunk  # noqa: E402
-from appliance.imports.parse_process import compact  # noqa: E402
+from appliance.imports.parse_process import Window  # noqa: E402
 from appliance.store.schema import migrate, open_connection  # noqa: E402
 from tests.imports.corpus import make_corpus  # noqa: E402
 
@@ -41,7 +41,9 @@ def numbers_by_line_windows(lines: int, window: int) -> list[Rows]:
     line = offset = seen = 0
     while line < lines:
         chunk = parse_chunk(1, text, line, offset, window, "TR", seen)
-        windows.append(compact(chunk).contacts)
+        outcome = Window(1, line)
+        outcome.add(chunk)
+        windows.append(outcome.contacts)
         line, offset, seen = chunk.to_processed, chunk.to_offset, seen + len(chunk.rows)
     return windows
 

@@ -100,7 +100,7 @@ class ParsedChunk:
         return len(self.contacts) + sum(self.repeats) + len(self.rejects) + self.header
 
 
-class _Window:
+class Window:
     """A window's outcome, gathered chunk by chunk: each distinct number once with the
     name of its first line and how many more lines repeat it (the lines themselves are
     not kept), the rejected lines, the blank and header lines."""
@@ -156,13 +156,6 @@ class _Window:
         return ParsedChunk(self.job_id, self.from_processed, self.to_processed, self.to_offset,
                            self.blank if last else 0, self.header if last else 0, contacts,
                            repeats, self.rejects if last else [], done_before, last)
-
-
-def compact(chunk: Chunk) -> ParsedChunk:
-    """One chunk's outcome as a single part, its numbers in the lines' order."""
-    window = _Window(chunk.job_id, chunk.from_processed)
-    window.add(chunk)
-    return window.part(window.contacts, window.repeats, 0, True)
 
 
 @dataclass(frozen=True)
@@ -294,7 +287,7 @@ def parts_of(request: Request, text: str) -> Iterator[ParsedChunk]:
             if line >= request.total:
                 return  # the job ends in a window of another child's
         else:
-            window = _Window(request.job_id, line)
+            window = Window(request.job_id, line)
             end = line + size
             while True:  # chunk by chunk, so that only the window's numbers are kept
                 chunk = parse_chunk(request.job_id, text, line, offset,
