@@ -9,7 +9,9 @@ servers and commands the test starts see it.
 
 from __future__ import annotations
 
+import compileall
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,11 +20,19 @@ import pytest
 
 from appliance.store import Store
 from tests import binary_build
-from tests.harness import Server, create_account
+from tests.harness import ROOT, Server, create_account
 from tests.pg_server import pg_server, pg_url
 
 __all__ = ["pg_server", "pg_url"]
 BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the appliance's modules once, so the hundreds of ``appliance`` processes
+    the tests start load bytecode instead of compiling every module again (where
+    ``PYTHONDONTWRITEBYTECODE`` is set, no process would keep what it compiled)."""
+    if sys.dont_write_bytecode:
+        compileall.compile_dir(str(ROOT / "appliance"), quiet=1, workers=0)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
