@@ -17,6 +17,7 @@ from typing import Any
 from appliance.reports.aggregate import Aggregate, PartView, aggregate, finalised_at
 from appliance.reports.states import CUT_OFF, OPEN_AFTER_SUBMIT
 from appliance.service import Appliance
+from appliance.store import dialect
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
 
@@ -51,7 +52,8 @@ def cut_off(conn: Connection, ids: list[int], now_ms: int) -> int:
         return 0
     marks = ",".join("?" * len(ids))
     still: list[Any] = conn.execute(
-        f"SELECT id, state, finalised_at FROM messages WHERE id IN ({marks})"
+        f"SELECT id, state, finalised_at FROM messages{dialect.of(conn).by_rowid}"
+        f" WHERE id IN ({marks})"
         f" AND state IN ({_MARKS})", (*ids, *_OPEN)).fetchall()
     if not still:
         return 0

@@ -183,8 +183,11 @@ def known_parts(conn: Connection, ids: list[int]) -> dict[int, list[tuple[int, s
     return out
 
 
-# Every lane query repeats the partial index's condition (messages_lanes) so SQLite
-# reads the lane from it: an in-order range scan, never a sort of the backlog.
+# Every lane query repeats the partial index's condition (messages_lanes) and, on
+# SQLite, names the index: an in-order range scan of the one lane. Left to choose
+# without statistics, SQLite reads messages_due instead, in next_attempt_at order over
+# every lane, so a campaign queued after another one's backlog had its claim walk that
+# whole backlog first (90 ms a claim behind 100,000 waiting messages, not 2 ms).
 _WAITING = "state IN ('QUEUED', 'RETRY') AND claimed_at IS NULL"
 
 
@@ -206,18 +209,20 @@ def _reserve(conn: Connection, provider: str, lane: Lane, now_ms: int, stamp: in
     ``QUEUED``, each oldest first (a write unit's part). On PostgreSQL the rows another
     process is reserving are passed over (``SKIP LOCKED``)."""
     ids: list[int] = []
+    lanes = dialect.of(conn).indexed_by("messages_lanes")
     camp = "campaign_id IS NULL" if lane.campaign_id is None else "campaign_id = ?"
     lane_args: tuple[Any, ...] = () if lane.campaign_id is None else (lane.campaign_id,)
     for state in ("RETRY", "QUEUED"):
         if len(ids) >= limit:
             break
         ids += [int(r[0]) for r in conn.execute(
-            f"SELECT id FROM messages WHERE {_WAITING} AND state = ? AND provider = ?"
+            f"SELECT id FROM messages{lanes} WHERE {_WAITING} AND state = ? AND provider = ?"
             f" AND priority = ? AND {camp} AND next_attempt_at <= ?"
             f" ORDER BY next_attempt_at LIMIT ?{dialect.of(conn).skip_locked}",
             (state, provider, lane.priority, *lane_args, now_ms, limit - len(ids)))]
     for chunk in _chunks(ids):
-        conn.execute(f"UPDATE messages SET claimed_at = ?, lease_owner = ? WHERE id IN"
+        conn.execute(f"UPDATE messages{dialect.of(conn).by_rowid} SET claimed_at = ?,"
+                     " lease_owner = ? WHERE id IN"
                      f" ({','.join('?' * len(chunk))})", (stamp, OWNER, *chunk))
     return ids
 
@@ -303,10 +308,11 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
         if not ids:
             return []
         cancelled = 0
+        by_id = dialect.of(conn).by_rowid
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
             conn.execute(
-                "UPDATE messages SET state = 'CANCELLED', error = ?, updated_at = ?,"
+                f"UPDATE messages{by_id} SET state = 'CANCELLED', error = ?, updated_at = ?,"
                 " claimed_at = NULL, finalised_at = COALESCE(finalised_at, ?)"
                 f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY') AND"
                 f" {IS_SUPPRESSED_SQL} AND NOT EXISTS (SELECT 1 FROM message_parts p"
@@ -319,7 +325,7 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
             marks = ",".join("?" * len(chunk))
             for r in conn.execute(
                     "SELECT id, ref, msisdn, body, attempts, parts, campaign_id, priority,"
-                    f" state FROM messages WHERE id IN ({marks}) AND claimed_at = ?",
+                    f" state FROM messages{by_id} WHERE id IN ({marks}) AND claimed_at = ?",
                     (*chunk, stamp)):
                 rows[int(r[0])] = r
         if rows or not cancelled:
@@ -354,11 +360,13 @@ def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int) -> list[
     """
     by_id = {m.id: m for m in claimed}
     out: list[Claimed] = []
+    each = dialect.of(conn).by_rowid
     for chunk in _chunks(list(by_id)):
         marks = ",".join("?" * len(chunk))
         rows: list[Any] = conn.execute(
-            "UPDATE messages SET state = 'SENDING', attempts = attempts + 1, claimed_at = NULL,"
-            f" lease_owner = ?, updated_at = ? WHERE id IN ({marks}) AND claimed_at IS NOT NULL"
+            f"UPDATE messages{each} SET state = 'SENDING', attempts = attempts + 1,"
+            f" claimed_at = NULL, lease_owner = ?, updated_at = ? WHERE id IN ({marks})"
+            " AND claimed_at IS NOT NULL"
             " AND state IN ('QUEUED', 'RETRY') AND (campaign_id IS NULL OR EXISTS"
             " (SELECT 1 FROM campaigns c WHERE c.id = messages.campaign_id"
             " AND c.state = 'RUNNING')) RETURNING id, attempts",
@@ -378,8 +386,9 @@ def release_claimed(conn: Connection, ids: list[int] | None = None,
     elif provider is not None:
         conn.execute(release_claimed_sql(False), (provider,))
         released += conn.changes()
+    each = dialect.of(conn).by_rowid
     for chunk in _chunks(ids or []):
-        conn.execute("UPDATE messages SET claimed_at = NULL WHERE claimed_at IS NOT NULL"
+        conn.execute(f"UPDATE messages{each} SET claimed_at = NULL WHERE claimed_at IS NOT NULL"
                      f" AND id IN ({','.join('?' * len(chunk))})", tuple(chunk))
         released += conn.changes()
     return released

@@ -23,7 +23,8 @@ in the ``"C"`` collation (byte order, as SQLite compares), the same constraints 
 indexes.
 
 :class:`Dialect` is what a unit asks when it must say something only one backend has:
-``FOR UPDATE SKIP LOCKED`` on a claim.
+``FOR UPDATE SKIP LOCKED`` on a claim, the index (or the row id) SQLite must read a
+hot statement by.
 """
 
 from __future__ import annotations
@@ -303,6 +304,20 @@ class Dialect:
         """Appended to a claim's ``SELECT``: rows another process holds are passed over
         (PostgreSQL); on SQLite the one writer already serialises every claim."""
         return " FOR UPDATE SKIP LOCKED" if self.name == "postgresql" else ""
+
+    def indexed_by(self, index: str) -> str:
+        """Put after a table name in ``FROM``: the index SQLite must read it by. Without
+        statistics (``ANALYZE`` is never run) SQLite may pick a wider index that holds
+        the same rows in another order; PostgreSQL plans from its own statistics."""
+        return "" if self.name == "postgresql" else f" INDEXED BY {index}"
+
+    @property
+    def by_rowid(self) -> str:
+        """Put after a table name in ``UPDATE`` or ``FROM`` when the rows are given by
+        ``id IN (...)``: SQLite then looks each up by its row id. Without statistics it
+        may instead read every row of a state from an index (``state IN ('QUEUED',
+        'RETRY')`` looks cheaper to it than a long ``IN`` list of ids)."""
+        return "" if self.name == "postgresql" else " NOT INDEXED"
 
     @property
     def is_postgresql(self) -> bool:
