@@ -337,9 +337,9 @@ def list_inbound(conn: Connection, account_id: int, *, msisdn: str | None = None
 def prune_raw(conn: Connection, cutoff_ms: int, batch: int) -> int:
     """Delete up to ``batch`` raw inbound requests received before ``cutoff_ms``; the
     messages filed from them stay."""
-    ids = [int(r[0]) for r in conn.execute(
-        "SELECT id FROM raw_inbound WHERE received_at < ? ORDER BY id LIMIT ?",
-        (cutoff_ms, batch))]
-    for raw_id in ids:
-        conn.execute("DELETE FROM raw_inbound WHERE id = ?", (raw_id,))
-    return len(ids)
+    # In the order of raw_inbound_received: ordered by id, SQLite (without statistics)
+    # read the whole table on every prune to find the few, or none, that were old.
+    conn.execute(
+        "DELETE FROM raw_inbound WHERE id IN (SELECT id FROM raw_inbound"
+        " WHERE received_at < ? ORDER BY received_at, id LIMIT ?)", (cutoff_ms, batch))
+    return int(conn.changes())
