@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from appliance.store import dialect
 from appliance.store.connection import Connection
 
 
@@ -35,8 +36,11 @@ class ProviderWaiting:
 
 
 def waiting_by_provider(conn: Connection) -> list[ProviderWaiting]:
+    # From the partial index of the waiting ones: grouped by provider, SQLite (without
+    # statistics) read every report kept, applied or not, through the provider's index.
+    waiting = dialect.of(conn).indexed_by("report_inbox_waiting_since")
     return [ProviderWaiting(str(r[0]), int(r[1]), int(r[2])) for r in conn.execute(
-        "SELECT provider, count(*), min(received_at) FROM report_inbox"
+        f"SELECT provider, count(*), min(received_at) FROM report_inbox{waiting}"
         " WHERE applied_at IS NULL GROUP BY provider ORDER BY provider")]
 
 
