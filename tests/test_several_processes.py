@@ -189,8 +189,11 @@ def test_two_processes_each_killed_in_turn_deliver_every_status_event_signed_in_
                      message="the list")
             started = api.post("/api/campaigns", json={"list": "hooks", "body": "hooks"})
             assert started.status_code in (200, 201, 202), started.text
+        # A quarter of the campaign's events before each kill: the campaign (300 at
+        # 60/s) is still sending at the second kill even when the webhooks lag behind
+        # the sending on a busy host (with half, it was over once).
         for victim in servers:  # a, then b: the one delivering is among them
-            goal = len(receiver.taken()) + WEBHOOK_CAMPAIGN // 2
+            goal = len(receiver.taken()) + WEBHOOK_CAMPAIGN // 4
             wait_for(lambda: len(receiver.taken()) >= goal, 60,  # noqa: B023 - used at once
                      message="events delivered before the kill")
             assert sim.stats()["submissions"] < WEBHOOK_CAMPAIGN, "the campaign was over"
