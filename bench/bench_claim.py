@@ -33,7 +33,9 @@ from appliance.store.schema import migrate, open_connection  # noqa: E402
 NOW = 1_800_000_000_000
 
 
-def build(path: str, messages: int, campaigns: int) -> None:
+def build(path: str, messages: int, campaigns: int, one_after_another: bool = False) -> None:
+    """``messages`` QUEUED over ``campaigns`` running ones (interleaved, or each queued
+    after the whole of the one before) and three high-priority singles."""
     migrate(path)
     conn = open_connection(path)
     with conn:
@@ -46,8 +48,9 @@ def build(path: str, messages: int, campaigns: int) -> None:
                          " created_at, updated_at, personalised) VALUES"
                          " (?, 1, ?, 'sim', 'b', ?, 'RUNNING', 0, 0, 0, 0, 0, 1)",
                          (c, c, f"k{c}"))
-        rows = ((f"R{i:025d}", 1 + i % campaigns, f"+9053{i:08d}", NOW - messages + i)
-                for i in range(messages))
+        per = -(-messages // campaigns)
+        rows = ((f"R{i:025d}", 1 + (i // per if one_after_another else i % campaigns),
+                 f"+9053{i:08d}", NOW - messages + i) for i in range(messages))
         conn.executemany(
             "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body, state,"
             " next_attempt_at, created_at, updated_at, priority) VALUES"

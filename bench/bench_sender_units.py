@@ -2,8 +2,9 @@
 behind 200,000 waiting ones as behind 2,000?
 
 For each backlog size, a database (no statistics, as the appliance runs: it never
-``ANALYZE``\\ s) holds that many ``QUEUED`` messages in ``--campaigns`` running
-campaigns queued one after the other. The sender's three units then run over the first
+``ANALYZE``\\ s) holds that many ``QUEUED`` messages in ``--campaigns`` running campaigns
+queued one after the other (and three high-priority singles). The sender's three
+units then run over the first
 ``--sample`` messages as the sender runs them, each in its own committed transaction
 (``synchronous=FULL``): ``claim_due`` of ``--batch``, ``mark_sending`` of what it
 claimed, ``record_outcomes`` (accepted, with the provider's id). The figure is the CPU a
@@ -27,38 +28,14 @@ sys.path.insert(0, str(ROOT))
 
 from appliance.providers.base import Outcome, SubmitResult  # noqa: E402
 from appliance.sending.messages import claim_due, mark_sending, record_outcomes  # noqa: E402
-from appliance.store.schema import migrate, open_connection  # noqa: E402
-
-NOW = 1_800_000_000_000
-
-
-def build(path: str, messages: int, campaigns: int) -> None:
-    migrate(path)
-    conn = open_connection(path)
-    with conn:
-        conn.execute("INSERT INTO accounts (id, name, created_at) VALUES (1, 'bench', 0)")
-        for c in range(1, campaigns + 1):
-            conn.execute("INSERT INTO lists (id, account_id, name, created_at)"
-                         " VALUES (?, 1, ?, 0)", (c, f"l{c}"))
-            conn.execute("INSERT INTO campaigns (id, account_id, list_id, provider, body,"
-                         " idempotency_key, state, total, queued_through, last_contact_id,"
-                         " created_at, updated_at, personalised) VALUES"
-                         " (?, 1, ?, 'sim', 'b', ?, 'RUNNING', 0, 0, 0, 0, 0, 1)",
-                         (c, c, f"k{c}"))
-        per = -(-messages // campaigns)
-        conn.executemany(
-            "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
-            " state, next_attempt_at, created_at, updated_at, priority) VALUES"
-            " (?, 1, ?, 'sim', ?, 'b', 'QUEUED', ?, 0, 0, 1)",
-            ((f"R{i:025d}", 1 + i // per, f"+9053{i:08d}", NOW - messages + i)
-             for i in range(messages)))
-    conn.close()
+from appliance.store.schema import open_connection  # noqa: E402
+from bench.bench_claim import NOW, build  # noqa: E402
 
 
 def measure(messages: int, campaigns: int, sample: int, batch: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "units.db")
-        build(path, messages, campaigns)
+        build(path, messages, campaigns, one_after_another=True)
         conn = open_connection(path)
         walls = {"claim": 0.0, "mark": 0.0, "record": 0.0}
         done = turn = 0

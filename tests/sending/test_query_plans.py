@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import apsw
 
@@ -26,6 +25,7 @@ from appliance.sending.messages import (
     release_claimed,
 )
 from appliance.store.schema import migrate, open_connection
+from tests.query_plans import Ran, table_reads, traced
 
 NOW = 1_800_000_000_000
 PER_CAMPAIGN = 3_000
@@ -59,18 +59,7 @@ def backlog(path: Path) -> apsw.Connection:
     return conn
 
 
-def traced(conn: apsw.Connection) -> list[tuple[str, Any]]:
-    ran: list[tuple[str, Any]] = []
-
-    def trace(_cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
-        ran.append((sql, bindings))
-        return True
-
-    conn.exec_trace = trace
-    return ran
-
-
-def message_plans(conn: apsw.Connection, ran: list[tuple[str, Any]]) -> dict[str, list[str]]:
+def message_plans(conn: apsw.Connection, ran: Ran) -> dict[str, list[str]]:
     """Each distinct statement on ``messages`` that ran: how SQLite reads the table."""
     conn.exec_trace = None
     plans: dict[str, list[str]] = {}
@@ -78,9 +67,7 @@ def message_plans(conn: apsw.Connection, ran: list[tuple[str, Any]]) -> dict[str
         if sql in plans or not re.search(r"\bmessages\b", sql) or sql.lstrip().upper(
                 ).startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK")):
             continue
-        rows = conn.execute("EXPLAIN QUERY PLAN " + sql, bindings).fetchall()
-        plans[sql] = [str(r[-1]) for r in rows
-                      if re.match(r"(SEARCH|SCAN) messages\b", str(r[-1]))]
+        plans[sql] = table_reads(conn, sql, bindings, "messages")
     return plans
 
 

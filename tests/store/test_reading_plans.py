@@ -9,7 +9,6 @@ or not, through the provider's index.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from appliance.inbound.store import prune_raw
 from appliance.reports.inbox_view import waiting_by_provider
 from appliance.reports.pruning import prune_inbox, prune_raw_reports
 from appliance.store.schema import migrate, open_connection
+from tests.query_plans import Ran, table_reads, traced
 
 NOW = 1_800_000_000_000
 DAY = 86_400_000
@@ -52,20 +52,8 @@ def empty_store(tmp_path: Path) -> apsw.Connection:
     return open_connection(str(tmp_path / "p.db"))
 
 
-def traced(conn: apsw.Connection) -> list[tuple[str, Any]]:
-    ran: list[tuple[str, Any]] = []
-
-    def trace(_cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
-        ran.append((sql, bindings))
-        return True
-
-    conn.exec_trace = trace
-    return ran
-
-
-def plans(conn: apsw.Connection, ran: list[tuple[str, Any]], table: str) -> list[str]:
+def plans(conn: apsw.Connection, ran: Ran, table: str) -> list[str]:
     """How each statement that ran reads ``table``."""
     conn.exec_trace = None
-    return [str(r[-1]) for sql, bindings in ran if table in sql
-            for r in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)
-            if re.match(rf"(SCAN|SEARCH) {table}\b", str(r[-1]))]
+    return [r for sql, bindings in ran if table in sql
+            for r in table_reads(conn, sql, bindings, table)]
