@@ -157,7 +157,7 @@ class ImportWorker:
                     self._forget()
                     return 0
                 applying.append((part, asyncio.wrap_future(store.writer.submit(
-                    self._applying(part)))))
+                    self._applying(part), bulk=True))))
                 if part.last:
                     window_from, done_before, processed = part.to_processed, 0, part.to_processed
                 else:

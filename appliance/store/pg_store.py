@@ -115,7 +115,9 @@ class PgWriter:
         return self._pending
 
     # -- submitting ----------------------------------------------------------
-    def submit(self, unit: Callable[[PgConnection], T]) -> Future[T]:
+    def submit(self, unit: Callable[[PgConnection], T], bulk: bool = False) -> Future[T]:
+        """Queue ``unit``. ``bulk`` is accepted so that callers need not know the
+        backend; on PostgreSQL every unit takes the one lane."""
         if not self._accepting:
             raise WriterClosed("the writer is stopped")
         fut: Future[T] = Future()

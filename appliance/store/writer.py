@@ -6,6 +6,12 @@ savepoint each (a failing unit is rolled back alone and its caller gets the
 exception), commits once, and only then resolves the callers' futures. So a resolved
 future means the unit's effects are on disk (``synchronous=FULL``), and one fsync is
 shared by everything that arrived together: group commit.
+
+*Bulk* units (``submit(unit, bulk=True)``: the parts of an import, thousands of rows
+each) wait in a lane of their own. A batch is either the units of the ordinary lane or
+those of the bulk lane, never both, so an accept or a callback that arrives during an
+import is committed without the import's rows ahead of it in its batch. The lanes take
+turns whenever both wait: neither can hold the other back for more than one batch.
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import apsw
 
@@ -52,6 +59,10 @@ class _Item:
         if self.future is not None:
             return self.future.set_running_or_notify_cancel()
         return self.waiter is not None and not self.waiter.cancelled()
+
+
+# On the queue in place of a bulk unit: there is work in the bulk lane.
+_BULK: Final = _Item(lambda conn: None, None)
 
 
 def _resolve(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
@@ -106,6 +117,8 @@ class Writer:
         # Called after every commit with (seconds, units), e.g. by the metrics.
         self.commit_listeners: list[Callable[[float, int], None]] = []
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        # The bulk lane; each unit put here also puts _BULK on the queue, to wake the thread.
+        self._bulk: deque[_Item] = deque()
         self._thread: threading.Thread | None = None
         self._accepting = False
         self._pending = 0
@@ -135,13 +148,19 @@ class Writer:
         return self._pending
 
     # -- submitting ----------------------------------------------------------
-    def submit(self, unit: WriteUnit[T]) -> Future[T]:
+    def submit(self, unit: WriteUnit[T], bulk: bool = False) -> Future[T]:
+        """Queue ``unit``; its future resolves after its commit. ``bulk``: a large unit
+        that may wait one batch for the ordinary lane (see the module's docstring)."""
         if not self._accepting:
             raise WriterClosed("the writer is stopped")
         fut: Future[T] = Future()
         with self._lock:
             self._pending += 1
-        self._queue.put(_Item(unit, fut))
+        if bulk:
+            self._bulk.append(_Item(unit, fut))
+            self._queue.put(_BULK)
+        else:
+            self._queue.put(_Item(unit, fut))
         return fut
 
     def call(self, unit: WriteUnit[T], timeout: float | None = None) -> T:
@@ -170,23 +189,30 @@ class Writer:
             return
         ready.set_result(None)
         stopping = False
+        ordinary: deque[_Item] = deque()  # taken off the queue, not yet run
+        bulk_turn = False
         try:
-            while not stopping:
-                first = self._queue.get()
-                if first is None:
-                    stopping = True
-                    batch: list[_Item] = []
-                else:
-                    batch = [first]
-                while len(batch) < self.max_batch:
+            while True:
+                if not ordinary and not self._bulk:
+                    if stopping:
+                        break
+                    got = self._queue.get()
+                    if got is None:
+                        stopping = True
+                    elif got is not _BULK:
+                        ordinary.append(got)
+                while len(ordinary) < self.max_batch:
                     try:
                         nxt = self._queue.get_nowait()
                     except queue.Empty:
                         break
                     if nxt is None:
                         stopping = True
-                        continue
-                    batch.append(nxt)
+                    elif nxt is not _BULK:
+                        ordinary.append(nxt)
+                lane = self._bulk if not ordinary or (bulk_turn and self._bulk) else ordinary
+                bulk_turn = lane is ordinary and bool(self._bulk)
+                batch = [lane.popleft() for _ in range(min(len(lane), self.max_batch))]
                 if batch:
                     self._commit_batch(conn, batch)
                     self._bound_wal(conn)

@@ -76,6 +76,66 @@ def test_a_failing_unit_is_rolled_back_alone(store: Store) -> None:
     assert keys == ["a", "c"]
 
 
+def ran(log: list[tuple[str, int]], name: str, store: Store,
+        then: Callable[[], None] | None = None) -> Callable[[apsw.Connection], None]:
+    """A unit that notes its name and the commit it is part of (commits done so far)."""
+    def unit(conn: apsw.Connection) -> None:
+        log.append((name, store.writer.stats.commits))
+        if then is not None:
+            then()
+    return unit
+
+
+def test_an_ordinary_unit_is_not_committed_behind_queued_bulk_units(store: Store) -> None:
+    """An accept that arrives while an import's parts wait goes in the next batch, and
+    in a batch of its own: not after the parts, not in one commit with them."""
+    gate = threading.Event()
+    log: list[tuple[str, int]] = []
+    store.writer.submit(lambda conn: gate.wait(5))
+    parts = [store.writer.submit(ran(log, f"part{i}", store), bulk=True) for i in range(3)]
+    accept = store.writer.submit(ran(log, "accept", store))
+    gate.set()
+    for f in [*parts, accept]:
+        f.result(5)
+    assert [name for name, _ in log] == ["accept", "part0", "part1", "part2"]
+    commits = dict(log)
+    assert commits["accept"] < commits["part0"] == commits["part1"] == commits["part2"]
+
+
+def test_bulk_units_take_their_turn_while_ordinary_units_keep_coming(store: Store) -> None:
+    """The lanes take turns: a part waits one batch of ordinary units, however many more
+    arrive meanwhile, so an import is never held back by a report flood."""
+    gate = threading.Event()
+    log: list[tuple[str, int]] = []
+    later: list[Any] = []
+
+    def more() -> None:  # run inside the first wave: the second wave arrives meanwhile
+        later.extend(store.writer.submit(ran(log, f"second{i}", store)) for i in range(3))
+
+    store.writer.submit(lambda conn: gate.wait(5))
+    part = store.writer.submit(ran(log, "part", store), bulk=True)
+    first = [store.writer.submit(ran(log, f"first{i}", store, more if i == 0 else None))
+             for i in range(3)]
+    gate.set()
+    for f in [part, *first]:
+        f.result(5)
+    for f in later:
+        f.result(5)
+    assert [name for name, _ in log] == ["first0", "first1", "first2", "part",
+                                         "second0", "second1", "second2"]
+    assert len({commit for _, commit in log}) == 3
+
+
+def test_queued_bulk_units_are_committed_before_the_writer_stops(tmp_path: Path) -> None:
+    s = Store.open(str(tmp_path / "b.db"))
+    futures = [s.writer.submit(insert_state(f"k{i}"), bulk=i % 2 == 0) for i in range(50)]
+    s.close()
+    assert all(f.done() and f.exception() is None for f in futures)
+    conn = open_connection(str(tmp_path / "b.db"))
+    assert count_state(conn) == 50
+    conn.close()
+
+
 def test_result_is_visible_to_readers_when_the_future_resolves(store: Store) -> None:
     seen: list[int] = []
     for i in range(20):
