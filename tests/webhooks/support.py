@@ -1,9 +1,10 @@
 """A real webhook receiver on 127.0.0.1 (a thread in the test), and checks of what it got.
 
 The receiver answers ``503`` to its first ``fail_first`` requests, may take
-``delay_s`` over each answer, records every request it read (body, headers, whether
-it answered 2xx), and can be stopped and started again on the same port: between the
-two, connections are refused, as from a receiver that is down.
+``delay_s`` over each answer, records every request it read whole (body, headers,
+whether it answered 2xx; one cut short by a killed sender is no request), and can be
+stopped and started again on the same port: between the two, connections are refused,
+as from a receiver that is down.
 """
 
 from __future__ import annotations
@@ -56,7 +57,13 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    # The sender went away mid-request (a kill -9 between the headers
+                    # and the body): no request, as for any HTTP server; nothing taken.
+                    self.close_connection = True
+                    return
                 if receiver.delay_s:
                     time.sleep(receiver.delay_s)
                 with receiver.lock:
