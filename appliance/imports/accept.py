@@ -88,7 +88,16 @@ class StreamedLineCount:
     counts raw line feeds less what its framing may add. UTF-16 text (a BOM first) is
     not counted here: its bytes are no line endings. Counting over the previous
     piece's last bytes keeps endings split across pieces.
+
+    JSON and form pieces are counted only once they could hold more lines than the
+    limit: every ending counted there starts with a ``\\`` (or a ``%``), and one byte
+    is counted far faster than the two-byte escapes among many others (a paste of
+    Turkish names is full of ``\\u`` escapes). Until that count passes the limit the
+    pieces wait uncounted, so the body is refused at the very piece it would be if
+    every piece were counted as it came.
     """
+
+    defer = True  # wait to count JSON and form pieces until they could pass the limit
 
     def __init__(self, content_type: str, max_rows: int) -> None:
         self.shape = ("json" if content_type == "application/json" else
@@ -101,13 +110,27 @@ class StreamedLineCount:
         self.off = False
         self.started = False
         self.piece_crs = 0  # carriage returns in the last piece (plain text)
+        # JSON and form pieces not counted yet, and how many lines they hold at most.
+        self.waiting: list[bytes] | None = (
+            [] if self.defer and self.shape in ("json", "form") else None)
+        self.at_most = 0
 
     @property
     def lines_at_least(self) -> int:
+        self._count_waiting()
+        return self._found()
+
+    def _found(self) -> int:
         found = max(self.counts) - self.false
         if self.shape == "multipart":
             found -= MULTIPART_FRAMING_LINES
         return max(found, 0)
+
+    def _count_waiting(self) -> None:
+        if self.waiting is not None:
+            waiting, self.waiting = self.waiting, None
+            for piece in waiting:
+                self._count(piece)
 
     def __call__(self, piece: bytes) -> None:
         if self.off:
@@ -117,6 +140,18 @@ class StreamedLineCount:
             if self.shape == "text" and piece[:2] in (b"\xff\xfe", b"\xfe\xff"):
                 self.off = True
                 return
+        if self.waiting is not None:
+            self.at_most += piece.count(b"\\" if self.shape == "json" else b"%")
+            self.waiting.append(piece)
+            if self.at_most <= self.max_rows:
+                return
+            self._count_waiting()
+        else:
+            self._count(piece)
+        if self._found() > self.max_rows:
+            raise too_many_rows(self._found(), self.max_rows, at_least=True)
+
+    def _count(self, piece: bytes) -> None:
         window = self.tail + piece
         tail = self.tail
         if self.shape in ("text", "multipart"):
@@ -138,8 +173,6 @@ class StreamedLineCount:
             self.tail = b"\\" * (run if run < 2 else 2 + run % 2)
         else:
             self.tail = window[-2:]
-        if self.lines_at_least > self.max_rows:
-            raise too_many_rows(self.lines_at_least, self.max_rows, at_least=True)
 
 
 # The bytes an empty list may consist of (whitespace, BOMs, NULs).

@@ -8,6 +8,7 @@ is shaped (plain text, JSON, url-encoded, multipart) and however it is cut in pi
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import urllib.parse
 
@@ -81,3 +82,49 @@ def test_a_plain_text_body_checked_as_it_streams_counts_and_hashes_it_exactly(
     limits = ImportSettings()
     assert checked.result(limits) == (count_payload_lines(body, limits),
                                       hashlib.sha256(body).hexdigest())
+
+
+class CountedAsItCame(StreamedLineCount):
+    """Every piece counted as it arrives: what the waiting counter must agree with."""
+
+    defer = False
+
+
+def refusal(counter: StreamedLineCount, pieces: list[bytes]) -> tuple[int, int] | None:
+    """(index of the piece refused, lines it said there were at least), or None."""
+    for i, piece in enumerate(pieces):
+        try:
+            counter(piece)
+        except Exception as exc:
+            assert getattr(exc, "error", "") == "too_many_rows"
+            return i, getattr(exc, "extra", {})["submitted"]
+    return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=texts, cuts=st.lists(st.integers(0, 10_000), max_size=8),
+       limit=st.integers(0, 12))
+def test_json_and_form_pieces_counted_late_are_refused_where_they_would_be_counted_at_once(
+        text: str, cuts: list[int], limit: int) -> None:
+    """JSON and form pieces wait uncounted until they could pass the limit; the body is
+    still refused at the same piece, with the same count, as if each were counted at
+    once; and what it counted in the end is the same."""
+    bodies = {
+        "application/json": json.dumps({"list": "x", "text": text}).encode(),
+        "application/x-www-form-urlencoded": urllib.parse.urlencode(
+            {"list": "x", "text": text}).encode(),
+    }
+    for shape, body in bodies.items():
+        bounds = [0, *sorted(c % (len(body) + 1) for c in cuts), len(body)]
+        pieces = [body[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+        late, eager = StreamedLineCount(shape, limit), CountedAsItCame(shape, limit)
+        assert refusal(late, pieces) == refusal(eager, pieces), shape
+        assert late.lines_at_least == eager.lines_at_least, shape
+
+
+def test_a_json_paste_past_the_limit_is_refused_before_its_end() -> None:
+    """The waiting counter still refuses a paste long before its last piece."""
+    body = json.dumps({"list": "x", "text": "\n".join(f"+9053{i:08d}" for i in range(5000))})
+    pieces = [body.encode()[i:i + 4096] for i in range(0, len(body), 4096)]
+    found = refusal(StreamedLineCount("application/json", 1000), pieces)
+    assert found is not None and found[0] < len(pieces) // 3 and found[1] > 1000
