@@ -51,18 +51,34 @@ def _float(text: str) -> float:
     return value
 
 
-def _check_structure(data: Any, surrogates_possible: bool) -> None:
-    """Depth under :data:`MAX_DEPTH`, and no lone surrogate anywhere (iteratively)."""
+def _lone_surrogate(char: str) -> NoReturn:
+    raise ApiError(422, "invalid_unicode",
+                   f"a string in the body holds a lone UTF-16 surrogate"
+                   f" (U+{ord(char):04X}), which is not a character:"
+                   f" send valid Unicode", reason="lone_surrogate")
+
+
+def _check_structure(data: Any, surrogates_possible: bool, big: str | None = None
+                     ) -> bytes | None:
+    """Depth under :data:`MAX_DEPTH`, and no lone surrogate anywhere (iteratively).
+
+    The string ``big`` (the very object) is checked by encoding it, and the encoding is
+    returned: only a lone surrogate fails to encode as UTF-8.
+    """
+    encoded: bytes | None = None
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         value, depth = stack.pop()
+        if big is not None and value is big and encoded is None:
+            try:
+                encoded = value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                _lone_surrogate(value[exc.start])
+            continue
         if isinstance(value, str):
             found = _SURROGATE.search(value) if surrogates_possible else None
             if found is not None:
-                raise ApiError(422, "invalid_unicode",
-                               f"a string in the body holds a lone UTF-16 surrogate"
-                               f" (U+{ord(found.group()):04X}), which is not a character:"
-                               f" send valid Unicode", reason="lone_surrogate")
+                _lone_surrogate(found.group())
             continue
         if not isinstance(value, dict | list):
             continue
@@ -70,10 +86,11 @@ def _check_structure(data: Any, surrogates_possible: bool) -> None:
             _invalid(f"nested deeper than {MAX_DEPTH} levels")
         items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
         stack.extend((item, depth + 1) for item in items)
+    return encoded
 
 
-def parse_json(body: bytes) -> Any:
-    """The parsed body, or an :class:`ApiError` saying what is wrong with it."""
+def _loads(body: bytes) -> tuple[Any, str]:
+    """The parsed body and its text, before the structure and surrogate checks."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -86,6 +103,12 @@ def parse_json(body: bytes) -> Any:
         _invalid(f"nested deeper than {MAX_DEPTH} levels")
     except ValueError as exc:  # json.JSONDecodeError is one
         _invalid(str(exc))
+    return data, text
+
+
+def parse_json(body: bytes) -> Any:
+    """The parsed body, or an :class:`ApiError` saying what is wrong with it."""
+    data, text = _loads(body)
     # A lone surrogate can only come from a \\uD8xx..\\uDFxx escape: look for the escape
     # before looking at every string. One pass of the pattern is faster than the two
     # substring searches it replaced (3.7 against 5.6 ms over a 3.6 MB paste).
@@ -99,3 +122,23 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_json", "the body must be a JSON object")
     return data
+
+
+def parse_json_object_encoding(body: bytes, field: str) -> tuple[dict[str, Any], bytes | None]:
+    """:func:`parse_json_object`, and the string ``field`` as UTF-8 (``None`` if it is not
+    a string), for a body that is mostly that one string (a pasted list).
+
+    The same body is refused with the same error as by :func:`parse_json_object`: the
+    strings are checked in the same order, but the big one for lone surrogates by its
+    encoding, which is needed anyway, and without searching the body for an escape
+    first: ~3 ms less for a 3.6 MB paste, ~6 ms less when it holds a character outside
+    the BMP (an escaped surrogate pair sends the plain check on to every string).
+    """
+    data, _ = _loads(body)
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_json", "the body must be a JSON object")
+    value = data.get(field)
+    if not isinstance(value, str):
+        _check_structure(data, True)
+        return data, None
+    return data, _check_structure(data, True, big=value)
