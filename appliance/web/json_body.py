@@ -117,11 +117,14 @@ def parse_json(body: bytes) -> Any:
     return data
 
 
-def parse_json_object(body: bytes) -> dict[str, Any]:
-    data = parse_json(body)
+def _an_object(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_json", "the body must be a JSON object")
     return data
+
+
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    return _an_object(parse_json(body))
 
 
 def parse_json_object_encoding(body: bytes, field: str) -> tuple[dict[str, Any], bytes | None]:
@@ -135,10 +138,8 @@ def parse_json_object_encoding(body: bytes, field: str) -> tuple[dict[str, Any],
     the BMP (an escaped surrogate pair sends the plain check on to every string).
     """
     data, _ = _loads(body)
-    if not isinstance(data, dict):
-        raise ApiError(400, "invalid_json", "the body must be a JSON object")
-    value = data.get(field)
-    if not isinstance(value, str):
+    value = data.get(field) if isinstance(data, dict) else None
+    if not isinstance(value, str):  # checked in full first, as parse_json_object does
         _check_structure(data, True)
-        return data, None
+        return _an_object(data), None
     return data, _check_structure(data, True, big=value)

@@ -45,10 +45,13 @@ def outcome_of_new(body: bytes) -> tuple[Any, ...]:
 
 @settings(max_examples=500, deadline=None)
 @given(text=values, others=st.dictionaries(strings, values, max_size=3),
-       ascii_only=st.booleans(), text_first=st.booleans())
+       ascii_only=st.booleans(), text_first=st.booleans(), in_a_list=st.booleans())
 def test_a_paste_body_is_answered_as_the_plain_parse_and_encoding_would(
-        text: Any, others: dict[str, Any], ascii_only: bool, text_first: bool) -> None:
-    fields = {"text": text, **others} if text_first else {**others, "text": text}
+        text: Any, others: dict[str, Any], ascii_only: bool, text_first: bool,
+        in_a_list: bool) -> None:
+    fields: Any = {"text": text, **others} if text_first else {**others, "text": text}
+    if in_a_list:  # not an object at all: refused, but for the first reason found
+        fields = [fields]
     try:
         body = json.dumps(fields, ensure_ascii=ascii_only).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate cannot be sent as UTF-8 bytes at all
@@ -63,6 +66,9 @@ def test_a_paste_body_is_answered_as_the_plain_parse_and_encoding_would(
     b'{"text": "1", "deep": ' + b"[" * 80 + b"]" * 80 + b"}",
     b'{"text": "\\ud83d\\ude00 \\ud83d"}',
     b"[1, 2]",
+    b'["\\ud800"]',
+    b'"\\udc00"',
+    b"[" * 80 + b"]" * 80,
     b'{"text": "1"',
 ])
 def test_hostile_paste_bodies_get_the_same_answer(body: bytes) -> None:
