@@ -141,15 +141,20 @@ class StreamedLineCount:
                 self.off = True
                 return
         if self.waiting is not None:
-            self.at_most += piece.count(b"\\" if self.shape == "json" else b"%")
+            at_most = self._at_most(piece)
             self.waiting.append(piece)
-            if self.at_most <= self.max_rows:
+            if at_most <= self.max_rows:
                 return
             self._count_waiting()
         else:
             self._count(piece)
         if self._found() > self.max_rows:
             raise too_many_rows(self._found(), self.max_rows, at_least=True)
+
+    def _at_most(self, piece: bytes) -> int:
+        """How many lines the pieces so far, ``piece`` included, could hold at most."""
+        self.at_most += piece.count(b"\\" if self.shape == "json" else b"%")
+        return self.at_most
 
     def _count(self, piece: bytes) -> None:
         window = self.tail + piece
@@ -191,8 +196,9 @@ class StreamedPayload(StreamedLineCount):
     path (UTF-16, not UTF-8, empty): :func:`count_payload_lines` then says why.
     """
 
-    def __init__(self, content_type: str, max_rows: int) -> None:
+    def __init__(self, content_type: str, max_rows: int, utf8: bool = False) -> None:
         super().__init__(content_type, max_rows)
+        self.utf8 = utf8  # the pieces are known to be UTF-8 (encoded here): not checked
         self.sha256 = hashlib.sha256()
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.valid = True
@@ -214,7 +220,7 @@ class StreamedPayload(StreamedLineCount):
         self.last = piece[-1:]
         if not self.content and piece.strip(_EMPTY_BYTES):
             self.content = True
-        if piece.isascii() and not self.decoder.getstate()[0]:
+        if self.utf8 or (piece.isascii() and not self.decoder.getstate()[0]):
             return
         try:
             self.decoder.decode(piece)

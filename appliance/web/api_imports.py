@@ -46,6 +46,7 @@ from appliance.imports.import_job import (
     payload_sha256,
     rerun_job,
 )
+from appliance.imports.json_paste import JsonPaste, StreamedJsonPaste, names_text_once
 from appliance.ops.storage import below_reserve
 from appliance.sending.refs import new_ref
 from appliance.service import Appliance
@@ -174,24 +175,63 @@ async def _submission(request: Request, body: bytes, ctype: str
     raise AssertionError(ctype)  # _content_type let only the shapes above through
 
 
+def decoded_json_paste(streamed: StreamedJsonPaste
+                       ) -> tuple[dict[str, Any], JsonPaste] | None:
+    """The fields and text of a JSON paste decoded as it came, or ``None``: parse the
+    body whole. What was found is kept only if its other fields pass as strictly as
+    any JSON body's, so a body gets the same answer either way."""
+    paste = streamed.finish()
+    if paste is None:
+        return None
+    try:
+        data, text = parse_json_object_encoding(paste.fields, "text")
+    except ApiError:
+        return None
+    if text != b"" or not names_text_once(paste.fields):
+        return None
+    return data, paste
+
+
+async def _streamed_json(streamed: StreamedJsonPaste
+                         ) -> tuple[dict[str, Any], JsonPaste] | None:
+    if streamed.undecoded > 1024 * 1024:  # a body of one long line: off the event loop
+        return await anyio.to_thread.run_sync(decoded_json_paste, streamed)
+    return decoded_json_paste(streamed)
+
+
 async def import_contacts(request: Request) -> Response:
     account = await require_account(request)
     appliance = _appliance(request)
     limits = appliance.settings.imports
     ctype = _content_type(request)
-    # A plain-text body is counted, hashed and checked as it streams in: once its last
-    # byte is here there is nothing left to read again. Other shapes are decoded first.
+    # A plain-text body is counted, hashed and checked as it streams in, a JSON one
+    # decoded too: once its last byte is here there is nothing left to read again.
+    # Other shapes are decoded first.
     streamed = (StreamedPayload(ctype, limits.max_rows) if ctype in ("text/plain", "text/csv")
+                else StreamedJsonPaste(limits.max_rows) if ctype == "application/json"
                 else StreamedLineCount(ctype, limits.max_rows))
     pieces: list[bytes] = []
-    if isinstance(streamed, StreamedPayload):  # stored as it came: never joined
+    checked: StreamedPayload | None = None  # the streamed checks of the pieces, if any
+    decoded: tuple[dict[str, Any], JsonPaste] | None = None
+    if isinstance(streamed, StreamedPayload | StreamedJsonPaste):  # never joined if it works
         found = await read_pieces(request, limits.max_bytes, streamed)
         if found is None:
             raise _too_large(limits.max_bytes)
-        pieces, body = found, b""
+        if isinstance(streamed, StreamedPayload):
+            pieces, body, checked = found, b"", streamed
+        else:
+            decoded = await _streamed_json(streamed)
+            body = b"" if decoded is not None else b"".join(found)
+            del found
     else:
         body = await read_limited(request, limits.max_bytes, streamed)
-    list_name, region, payload, ctype, from_text = await _submission(request, body, ctype)
+    if decoded is not None:
+        data, paste = decoded
+        list_name, region, payload = data.get("list"), data.get("region"), b""
+        ctype, from_text = "text/plain", True
+        pieces, checked = list(paste.pieces), paste.text
+    else:
+        list_name, region, payload, ctype, from_text = await _submission(request, body, ctype)
     whole = payload is body
     if not whole:  # JSON or a form: the raw body is no longer needed
         request._body = b""
@@ -204,8 +244,8 @@ async def import_contacts(request: Request) -> Response:
         name = check_list_name(list_name)
         region = check_region(region, limits.default_region)
         done: tuple[int, str] | None = None
-        if pieces:
-            done = streamed.result(limits) if isinstance(streamed, StreamedPayload) else None
+        if checked is not None:
+            done = checked.result(limits)
             if done is None:  # not plain UTF-8 text: the full checks say what it is
                 payload, pieces = b"".join(pieces), []
         if done is None:

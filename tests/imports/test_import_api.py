@@ -105,6 +105,28 @@ def test_same_paste_same_job_and_key_reuse_is_refused(server: Server, api: httpx
     assert api.get("/api/lists/other").status_code == 404
 
 
+@pytest.mark.usefixtures("backend")
+def test_a_json_paste_is_stored_as_the_same_text_sent_plain(server: Server,
+                                                             api: httpx.Client) -> None:
+    """A JSON paste, decoded piece by piece as it arrives, stores the very bytes of its
+    text: sent again as text/plain it has the same hash, so it is the same job."""
+    text = "\n".join(f"+90532{i:07d},Ayşe Öztürk \"{i}\" \\ ğüş 😀" for i in range(20_000))
+    body = json.dumps({"list": "names", "text": text, "region": "tr"}).encode()
+    assert len(body) > 1_000_000  # arrives in many pieces
+    as_json = api.post("/api/contacts/import", content=body,
+                       headers={"Content-Type": "application/json"})
+    assert as_json.status_code == 202, as_json.text
+    assert as_json.json()["total"] == 20_000
+    plain = api.post("/api/contacts/import?list=names&region=TR", content=text.encode(),
+                     headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 202, plain.text
+    assert plain.json()["jobId"] == as_json.json()["jobId"]
+    stored = db_rows(server.data_dir, "SELECT content_type, body FROM import_payloads"
+                     " WHERE job_id = ?", (as_json.json()["jobId"],))
+    assert stored == [("text/plain", text.encode())]
+    assert wait_done(api, as_json.json()["jobId"])["inserted"] == 20_000
+
+
 def test_row_and_byte_limits_refuse_with_numbers_and_store_nothing(data_dir: Path) -> None:
     srv = Server(data_dir, env={"APPLIANCE_IMPORT_MAX_ROWS": "1000",
                                 "APPLIANCE_IMPORT_MAX_BYTES": "200000"}).start()
