@@ -6,8 +6,10 @@ each with its own ref, to ``/callbacks/gw`` of a real ``appliance serve``
 commit, answer), and to two baselines served by the same uvicorn settings:
 - bare Starlette: reads the body, answers 200, stores nothing;
 - naive store-first: one INSERT + COMMIT per request (``synchronous=FULL``).
-Afterwards it checks that the appliance stored at least as many reports as it
-answered 2xx. Medians of ``--runs`` runs.
+With ``--two-process``, also the second-process intake prototype
+(``intake_two_process.py``: HTTP in one process, the write units and commits in
+another), and the same two halves in one process (``lean-one``). Afterwards it
+checks that each stored at least as many reports as it answered 2xx. Medians of ``--runs`` runs.
 
 Run: ``.venv/bin/python bench/bench_callbacks_wrk.py`` (needs Debian's ``wrk``).
 """
@@ -25,12 +27,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import httpx
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.providers.http_json import body_signature  # noqa: E402
 from bench.bench_reports import SECRET, bare_server  # noqa: E402
-from tests.harness import Server  # noqa: E402
+from tests.harness import Server, free_port, wait_for  # noqa: E402
 
 LUA = """
 local bodies, sigs, n, i = {}, {}, 0, 0
@@ -78,11 +82,32 @@ def run_wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str,
     }
 
 
+def two_process_server(config: Path, data_dir: Path, *flags: str
+                       ) -> tuple[subprocess.Popen[bytes], str]:
+    """The second-process intake prototype (``intake_two_process.py``), up and answering."""
+    data_dir.mkdir()
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "intake_two_process.py"),
+                             str(port), str(config), str(data_dir), *flags])
+    url = f"http://127.0.0.1:{port}/callbacks/gw"
+
+    def up() -> bool:
+        try:
+            return httpx.post(url, content=b"{}").status_code == 401
+        except httpx.HTTPError:
+            return False
+
+    wait_for(up, 30, message="the two-process intake")
+    return proc, url
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--two-process", action="store_true",
+                    help="also the second-process intake prototype (intake_two_process.py)")
     args = ap.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed (apt-get install wrk)")
@@ -100,6 +125,11 @@ def main() -> None:
             proc, url = bare_server(mode, tmp)
             procs.append(proc)
             targets[mode] = url
+        if args.two_process:
+            for name, flags in (("two-process", ()), ("lean-one", ("--one-process",))):
+                proc, url = two_process_server(config, tmp / name, *flags)
+                procs.append(proc)
+                targets[name] = url
         results: dict[str, list[dict[str, float]]] = {k: [] for k in targets}
         try:
             for run in range(args.runs):
@@ -113,10 +143,17 @@ def main() -> None:
             server.stop()
             for proc in procs:
                 proc.terminate()
-        acked = sum(r["total"] - r["non2xx"] for r in results["appliance"])
-        conn = sqlite3.connect(data_dir / "appliance.db")
-        stored = conn.execute("SELECT count(*) FROM raw_reports").fetchone()[0]
-        conn.close()
+        checked = {"appliance": data_dir}
+        if args.two_process:
+            checked["two-process"] = tmp / "two-process"
+            checked["lean-one"] = tmp / "lean-one"
+        durable = {}
+        for name, where in checked.items():
+            acked = sum(r["total"] - r["non2xx"] for r in results[name])
+            conn = sqlite3.connect(where / "appliance.db")
+            stored = conn.execute("SELECT count(*) FROM raw_reports").fetchone()[0]
+            conn.close()
+            durable[name] = (acked, stored)
 
     def med(name: str, key: str) -> float:
         return statistics.median(r[key] for r in results[name])
@@ -129,8 +166,15 @@ def main() -> None:
     print(f"appliance / bare: {med('appliance', 'rate') / med('bare', 'rate'):.2f}"
           f"   appliance / commit-per-request: "
           f"{med('appliance', 'rate') / med('store', 'rate'):.2f}")
-    print(f"acknowledged (2xx) by the appliance: {acked:,}; raw reports stored: {stored:,}"
-          f" -> {'OK' if stored >= acked else 'LOST REPORTS'}")
+    if args.two_process:
+        print(f"two-process / bare: {med('two-process', 'rate') / med('bare', 'rate'):.2f}"
+              f"   two-process / appliance: "
+              f"{med('two-process', 'rate') / med('appliance', 'rate'):.2f}"
+              f"   lean-one (the same halves in one process) / bare: "
+              f"{med('lean-one', 'rate') / med('bare', 'rate'):.2f}")
+    for name, (acked, stored) in durable.items():
+        print(f"acknowledged (2xx) by {name}: {acked:,}; raw reports stored: {stored:,}"
+              f" -> {'OK' if stored >= acked else 'LOST REPORTS'}")
 
 
 if __name__ == "__main__":
