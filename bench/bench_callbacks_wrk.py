@@ -27,14 +27,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-import httpx
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.providers.http_json import body_signature  # noqa: E402
-from bench.bench_reports import SECRET, bare_server  # noqa: E402
-from tests.harness import Server, free_port, wait_for  # noqa: E402
+from bench.bench_reports import SECRET, answering, bare_server  # noqa: E402
+from tests.harness import Server, free_port  # noqa: E402
 
 LUA = """
 local bodies, sigs, n, i = {}, {}, 0, 0
@@ -90,14 +88,7 @@ def two_process_server(config: Path, data_dir: Path, *flags: str
     proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "intake_two_process.py"),
                              str(port), str(config), str(data_dir), *flags])
     url = f"http://127.0.0.1:{port}/callbacks/gw"
-
-    def up() -> bool:
-        try:
-            return httpx.post(url, content=b"{}").status_code == 401
-        except httpx.HTTPError:
-            return False
-
-    wait_for(up, 30, message="the two-process intake")
+    answering(url, 401, "the two-process intake")  # unsigned: refused, so it is up
     return proc, url
 
 

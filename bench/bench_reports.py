@@ -114,19 +114,24 @@ def hammer(url: str, n: int, concurrency: int, offset: int) -> tuple[float, list
     return n / (time.perf_counter() - start), latencies
 
 
+def answering(url: str, status: int, what: str, timeout_s: float = 30) -> None:
+    """Wait until a POST of ``{}`` to ``url`` gets ``status``: the server is up."""
+
+    def up() -> bool:
+        try:
+            return httpx.post(url, content=b"{}").status_code == status
+        except httpx.HTTPError:
+            return False
+
+    wait_for(up, timeout_s, message=what)
+
+
 def bare_server(mode: str, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-c", BARE_APP, str(port), mode,
                              str(tmp / f"bare-{mode}.db")])
     url = f"http://127.0.0.1:{port}/callbacks/gw"
-
-    def up() -> bool:
-        try:
-            return httpx.post(url, content=b"{}").status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_for(up, 20, message=f"bare {mode} server")
+    answering(url, 200, f"bare {mode} server")
     return proc, url
 
 

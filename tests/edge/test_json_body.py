@@ -20,10 +20,17 @@ from appliance.web.json_body import parse_json_object, parse_json_object_encodin
 pieces = st.sampled_from(["+905321234567", "\n", "Ayşe", "\ud800", "\udfff", "\ud83d\ude00",
                           "\U0001f600", "\\", '"', "é", "\x00", "a"])
 strings = st.lists(pieces, max_size=12).map("".join)
-values: st.SearchStrategy[Any] = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**30, 10**30) | strings,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(strings, inner, max_size=3),
-    max_leaves=8)
+
+
+def json_values(strings: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    """Any JSON value, small, whose strings (keys too) are drawn from ``strings``."""
+    return st.recursive(
+        st.none() | st.booleans() | st.integers(-10**30, 10**30) | strings,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(strings, inner, max_size=3),
+        max_leaves=8)
+
+
+values = json_values(strings)
 
 
 def outcome_of_old(body: bytes) -> tuple[Any, ...]:

@@ -22,6 +22,7 @@ from appliance.imports.json_paste import HEAD_LIMIT, RAW_SAMPLE, StreamedJsonPas
 from appliance.web.api_imports import decoded_json_paste
 from appliance.web.errors import ApiError
 from appliance.web.json_body import parse_json_object_encoding
+from tests.edge.test_json_body import json_values
 from tests.edge.test_streamed_line_count import CountedAsItCame, refusal
 
 LIMITS = ImportSettings(max_rows=50, max_bytes=10_000_000)
@@ -30,10 +31,7 @@ chars = st.sampled_from(["+905321234567", "\n", "\r", "\r\n", "Ayşe", "\ud800",
                          "\ud83d\ude00", "\U0001f600", "\\", "\\n", "\\\\n", '"', "é",
                          "\x00", "\t", "a", "\ufeff", " ", "/"])
 strings = st.lists(chars, max_size=12).map("".join)
-values: st.SearchStrategy[Any] = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**30, 10**30) | strings,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(strings, inner, max_size=3),
-    max_leaves=8)
+values = json_values(strings)
 
 
 def whole(body: bytes) -> tuple[Any, ...]:
