@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import settings
 
 from appliance.store import Store
 from tests import binary_build
@@ -25,6 +26,11 @@ from tests.pg_server import pg_server, pg_url
 
 __all__ = ["pg_server", "pg_url"]
 BACKENDS = ("sqlite", "postgresql")
+
+# ``.ci/run`` sets HYPOTHESIS_PROFILE=ci: a clean machine runs the same examples every
+# time, so what it finds can be run again anywhere. Other runs explore new examples.
+settings.register_profile("ci", derandomize=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
