@@ -111,8 +111,8 @@ def exit_now(code: int) -> None:
 
 
 def run_guarded(fn: Any) -> None:
-    from appliance.server import PortInUse
     from appliance.store.errors import STORE_ERRORS, NotAnApplianceDatabase
+    from appliance.web.listener import PortInUse
 
     try:
         fn()

@@ -192,9 +192,10 @@ def demo_command(data_dir: str | None, config_file: str | None, host: str, port:
     """
     from appliance.demo_terminal import BannerFacts, StatusWriter, banner, command_name
     from appliance.logs import setup_logging
-    from appliance.server import PortInUse, bind_socket, run_server
+    from appliance.server import run_server
     from appliance.simulator.run import SimulatorThread
     from appliance.store.lock import DataDirLock, DataDirLocked
+    from appliance.web.listener import PortInUse, bind_socket
 
     directory = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="appliance-demo-"))
     try:

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
+from starlette.types import Receive, Scope
 
 from appliance.web.edge import TIMED_OUT
 from appliance.web.errors import ApiError
@@ -61,7 +62,16 @@ def busy() -> ApiError:
 
 def declared_length(request: Request) -> int | None:
     """The ``Content-Length`` as a number; None when absent; 400 when not ASCII digits."""
-    declared = request.headers.get("content-length")
+    return declared_in(request.scope)
+
+
+def declared_in(scope: Scope) -> int | None:
+    """:func:`declared_length`, read from the ASGI scope's headers."""
+    declared: str | None = None
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            declared = value.decode("latin-1")
+            break
     if declared is None:
         return None
     declared = declared.strip()
@@ -87,31 +97,41 @@ async def read_pieces(request: Request, limit: int, watch: Watch | None = None
                       ) -> list[bytes] | None:
     """The body as the pieces it arrived in (not joined: a large body is held once), or
     ``None`` as soon as it passes ``limit`` bytes."""
-    declared = declared_length(request)
+    budget: BodyBudget | None = getattr(request.app.state, "body_budget", None)
+    request._stream_consumed = True  # read here from the ASGI channel, not request.stream()
+    return await read_scope_pieces(request.scope, request.receive, limit, budget, watch)
+
+
+async def read_scope_pieces(scope: Scope, receive: Receive, limit: int,
+                            budget: BodyBudget | None, watch: Watch | None = None
+                            ) -> list[bytes] | None:
+    """:func:`read_pieces` for a plain ASGI app: the scope, its ``receive`` and the
+    budget bodies are held against."""
+    declared = declared_in(scope)
     if declared is not None and declared > limit:
         return None
-    budget: BodyBudget | None = getattr(request.app.state, "body_budget", None)
     if budget is not None and declared is not None and not budget.fits(declared):
         budget.refused += 1
         raise busy()
     parts: list[bytes] = []
     size = 0
-    try:
-        async for piece in request.stream():
-            if not piece:
-                continue
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if scope.get(TIMED_OUT):
+                raise ApiError(408, "request_timeout",
+                               "the request body stopped arriving or arrived too slowly")
+            raise ApiError(400, "client_disconnected",
+                           "the connection closed before the whole body arrived")
+        piece = message.get("body", b"")
+        if piece:
             size += len(piece)
             if size > limit:
                 return None
-            if budget is not None and not budget.take(request.scope, len(piece)):
+            if budget is not None and not budget.take(scope, len(piece)):
                 raise busy()
             if watch is not None:
                 watch(piece)
             parts.append(piece)
-    except ClientDisconnect:
-        if request.scope.get(TIMED_OUT):
-            raise ApiError(408, "request_timeout",
-                           "the request body stopped arriving or arrived too slowly") from None
-        raise ApiError(400, "client_disconnected",
-                       "the connection closed before the whole body arrived") from None
-    return parts
+        if not message.get("more_body", False):
+            return parts
