@@ -52,6 +52,9 @@ class SendingSettings:
 @dataclass(frozen=True)
 class ReportSettings:
     max_callback_bytes: int = 256 * 1024
+    # A port of its own for /callbacks/*, served by a second process (the report
+    # intake, docs/reports.md); 0: callbacks are served on `port` only.
+    intake_port: int = 0
     inbox_retention_days: float = 30.0
     raw_retention_days: float = 30.0
 
@@ -170,9 +173,17 @@ class Settings:
         base = self.public_url or f"http://{self.host}:{self.port}"
         return base.rstrip("/")
 
+    @property
+    def report_callback_base(self) -> str:
+        """Where providers send their reports: ``public_url``; without one, the report
+        intake's port when it has one (``[reports] intake_port``), else ``port``."""
+        if self.public_url or not self.reports.intake_port:
+            return self.callback_base
+        return f"http://{self.host}:{self.reports.intake_port}"
+
     def callback_url(self, provider: str) -> str:
         """Where provider ``provider`` sends its reports, as handed to it per message."""
-        return f"{self.callback_base}/callbacks/{provider}"
+        return f"{self.report_callback_base}/callbacks/{provider}"
 
     def provider(self, name: str) -> ProviderSettings:
         try:
@@ -353,6 +364,11 @@ def load_settings(
 def _validate(s: Settings) -> None:
     if s.port > 65535:
         raise ConfigError(f"port: {s.port} is not a TCP port")
+    if not 0 <= s.reports.intake_port <= 65535:
+        raise ConfigError(f"[reports] intake_port: {s.reports.intake_port} is not a TCP port")
+    if s.reports.intake_port and s.reports.intake_port == s.port:
+        raise ConfigError(f"[reports] intake_port: {s.port} is the server's own port; choose"
+                          " another, or 0 to serve callbacks on the server's port only")
     if s.imports.chunk_lines < 1:
         raise ConfigError("[import] chunk_lines: must be at least 1")
     if s.read_connections < 1:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import errno
 import logging
 import os
 import signal
@@ -38,70 +37,19 @@ from appliance.imports import worker as import_worker
 from appliance.logs import setup_logging
 from appliance.ops import install as ops
 from appliance.ops.restore import pending_restore
+from appliance.reports import intake as report_intake
 from appliance.reports import loops as report_loops
 from appliance.sending import orphans, sender
 from appliance.service import Appliance
 from appliance.smpp import lifecycle as smpp_sessions
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.web.app import build_app
-from appliance.web.edge import edge_protocol, raise_open_files_limit
+from appliance.web.edge import raise_open_files_limit
+from appliance.web.listener import bind_socket, uvicorn_config
 from appliance.webhooks import delivery as webhooks
 
 log = logging.getLogger("appliance")
 WATCHDOG_GRACE_S = 5.0
-
-
-BACKLOG = 4096
-
-
-class PortInUse(RuntimeError):
-    """The address to listen on cannot be had (another process holds the port)."""
-
-
-def bind_socket(settings: Settings) -> socket.socket:
-    """The listening socket on ``host:port``, bound and listening now, so that a busy
-    port is refused before anything else starts (and no other process can take the
-    port between the check and the start)."""
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
-    try:
-        sock.bind((settings.host, settings.port))
-        sock.listen(BACKLOG)
-    except OSError as exc:
-        sock.close()
-        why = exc.strerror or str(exc)
-        if exc.errno == errno.EADDRINUSE:
-            why += " (another process is listening there; stop it or choose another --port)"
-        raise PortInUse(f"cannot listen on {settings.host}:{settings.port}: {why}") from None
-    return sock
-
-
-def uvicorn_config(app: object, settings: Settings) -> uvicorn.Config:
-    try:
-        import uvloop  # noqa: F401
-
-        loop = "uvloop"
-    except ImportError:  # pragma: no cover - platforms without uvloop
-        loop = "asyncio"
-    return uvicorn.Config(
-        app,  # type: ignore[arg-type]
-        host=settings.host,
-        port=settings.port,
-        loop=loop,
-        # httptools, with header/body read timeouts and a header size limit (EDGE-1, 2).
-        http=edge_protocol(settings.http),
-        ws="none",  # no WebSocket routes, and the edge protocol times plain HTTP only
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-        server_header=False,
-        timeout_graceful_shutdown=max(1, int(settings.shutdown_timeout_s / 2)),
-        # No connection cap: idle and slow sockets must not lock /healthz or
-        # /callbacks/* out; requests in flight are capped in web/last_resort.py.
-        limit_concurrency=None,
-        backlog=BACKLOG,
-    )
 
 
 class ApplianceServer(uvicorn.Server):
@@ -207,13 +155,27 @@ def run_server(settings: Settings, appliance: Appliance | None = None, *,
         if refusal:
             raise DataDirLocked(refusal)
         sock = sock or bind_socket(settings)
+        intake_sock = (bind_socket(settings, settings.reports.intake_port,
+                                   flag="[reports] intake_port")
+                       if settings.reports.intake_port else None)
         appliance = appliance or Appliance(settings)
         appliance.open()
         try:
             assemble(appliance)
+            intake = (report_intake.install(appliance, intake_sock, log_file,
+                                            _secrets(settings))
+                      if intake_sock is not None else None)
             app = build_app(appliance)
+
+            def on_signal() -> None:
+                appliance.scheduler.request_stop()
+                if intake is not None:
+                    intake.forward_stop()
+
             server = ApplianceServer(uvicorn_config(app, settings), settings.shutdown_timeout_s,
-                                     on_signal=appliance.scheduler.request_stop)
+                                     on_signal=on_signal)
+            if intake is not None:
+                intake.start()
             log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})
             server.run(sockets=[sock])
         finally:

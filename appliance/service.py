@@ -7,8 +7,8 @@ event loop) starts the scheduler; ``stop()`` lets the loops finish their step;
 ``close()`` flushes the writer and closes every connection.
 
 The parts that others read from have typed homes here (``providers``, ``sender``,
-``smpp``, ``import_worker``, ``metrics``, ``body_budget``, ``sign_in_guard``,
-``webhooks``): set by whoever builds them, ``None`` until then.
+``smpp``, ``import_worker``, ``report_intake``, ``metrics``, ``body_budget``,
+``sign_in_guard``, ``webhooks``): set by whoever builds them, ``None`` until then.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from appliance.store.singleton import Singleton, one_at_a_time
 if TYPE_CHECKING:
     from appliance.imports.worker import ImportWorker
     from appliance.ops.metrics import Metrics
+    from appliance.reports.intake import ReportIntake
     from appliance.sending.sender import Sender
     from appliance.smpp.lifecycle import SmppSessions
     from appliance.store.pg_store import PgStore
@@ -51,6 +52,7 @@ class Appliance:
         self.sender: Sender | None = None
         self.smpp: SmppSessions | None = None
         self.import_worker: ImportWorker | None = None
+        self.report_intake: ReportIntake | None = None  # [reports] intake_port's process
         self.metrics: Metrics | None = None
         self.body_budget: BodyBudget | None = None
         self.sign_in_guard: SignInGuard | None = None

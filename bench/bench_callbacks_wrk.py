@@ -3,7 +3,9 @@
 ``wrk`` (1 thread, 64 connections, 10 s) POSTs signed ``http``-kind delivery reports,
 each with its own ref, to ``/callbacks/gw`` of a real ``appliance serve``
 (``synchronous=FULL``: verify, store raw, file in the inbox, try to apply, group
-commit, answer), and to two baselines served by the same uvicorn settings:
+commit, answer), to ``/callbacks/gw`` on the report intake's port of a second server
+(``[reports] intake_port``: the HTTP in a process of its own, the writes in the
+server's), and to two baselines served by the same uvicorn settings:
 - bare Starlette: reads the body, answers 200, stores nothing;
 - naive store-first: one INSERT + COMMIT per request (``synchronous=FULL``).
 With ``--two-process``, also the second-process intake prototype
@@ -110,8 +112,17 @@ def main() -> None:
         config.write_text('[providers.gw]\nkind = "http"\nbase_url = "http://127.0.0.1:9"\n'
                           f'secret = "{SECRET}"\n')
         server = Server(data_dir, config=config).start()
+        intake_dir = tmp / "intake"
+        intake_dir.mkdir()
+        intake_port = free_port()
+        intake_config = tmp / "intake.toml"
+        intake_config.write_text(config.read_text()
+                                 + f"\n[reports]\nintake_port = {intake_port}\n")
+        intake = Server(intake_dir, config=intake_config).start()
+        intake_url = f"http://127.0.0.1:{intake_port}/callbacks/gw"
+        answering(intake_url, 401, "the report intake")
         procs = []
-        targets = {"appliance": server.url + "/callbacks/gw"}
+        targets = {"appliance": server.url + "/callbacks/gw", "intake": intake_url}
         for mode in ("bare", "store"):
             proc, url = bare_server(mode, tmp)
             procs.append(proc)
@@ -132,9 +143,10 @@ def main() -> None:
                     results[name].append(run_wrk(url, script, args.seconds, args.connections))
         finally:
             server.stop()
+            intake.stop()
             for proc in procs:
                 proc.terminate()
-        checked = {"appliance": data_dir}
+        checked = {"appliance": data_dir, "intake": intake_dir}
         if args.two_process:
             checked["two-process"] = tmp / "two-process"
             checked["lean-one"] = tmp / "lean-one"
@@ -157,6 +169,9 @@ def main() -> None:
     print(f"appliance / bare: {med('appliance', 'rate') / med('bare', 'rate'):.2f}"
           f"   appliance / commit-per-request: "
           f"{med('appliance', 'rate') / med('store', 'rate'):.2f}")
+    print(f"intake port / bare: {med('intake', 'rate') / med('bare', 'rate'):.2f}"
+          f"   intake port / appliance's own port: "
+          f"{med('intake', 'rate') / med('appliance', 'rate'):.2f}")
     if args.two_process:
         print(f"two-process / bare: {med('two-process', 'rate') / med('bare', 'rate'):.2f}"
               f"   two-process / appliance: "

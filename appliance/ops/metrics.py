@@ -171,6 +171,16 @@ class ApplianceCollector(Collector):
         rows = CounterMetricFamily("appliance_import_rows", "Import rows processed.")
         rows.add_metric([], float(rate.total_rows if rate is not None else 0))
         yield rows
+        intake = appliance.report_intake
+        if intake is not None:
+            yield _gauge("appliance_report_intake_up",
+                         "1 while the report intake's process is running.",
+                         1.0 if intake.up else 0.0)
+            restarts = CounterMetricFamily("appliance_report_intake_restarts",
+                                           "Times the report intake's process was started"
+                                           " again after it exited.")
+            restarts.add_metric([], float(intake.restarts))
+            yield restarts
 
         now = appliance.now_ms()
         snap = appliance.store.readers.call(lambda c: read_snapshot(c, appliance, now))

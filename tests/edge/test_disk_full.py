@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.edge.support import edge_config, signed_callback
-from tests.harness import Server, create_account, db_rows, wait_for
+from tests.harness import Server, create_account, db_rows, free_port, wait_for
 from tests.web.console_support import create_user, sign_in
 
 RESERVE = 8 * 1024 * 1024
@@ -149,3 +149,46 @@ def test_a_full_disk_is_503_json_everywhere_and_recovers_without_a_restart(
 
 def count(data_dir: Path, table: str) -> int:
     return int(db_rows(data_dir, f"SELECT count(*) FROM {table}")[0][0])
+
+
+def test_the_report_intake_answers_503_on_a_full_disk_and_acks_only_what_it_stored(
+        small_disk: Path, tmp_path: Path) -> None:
+    intake_port = free_port()
+    srv = Server(small_disk, config=edge_config(
+        tmp_path / "edge.toml", extra=f"\n[reports]\nintake_port = {intake_port}\n"))
+    srv.start()
+    intake = httpx.Client(base_url=f"http://127.0.0.1:{intake_port}", timeout=30)
+    try:
+        wait_for(lambda: _answers(intake), 30, message="the report intake")
+        full = small_disk / "ballast"
+        fill(full, 0)
+        answers = []
+        for i in range(300):
+            answer = signed_callback(intake, f"INTAKEFULL{i:06d}")
+            answers.append((f"INTAKEFULL{i:06d}", answer))
+            if answer.status_code == 503 and sum(
+                    a.status_code == 503 for _, a in answers) >= 3:
+                break
+        refused = [a for _, a in answers if a.status_code == 503]
+        assert refused, "the disk was never full: the test proves nothing"
+        for answer in refused:
+            storage_refusal(answer, "not_stored")
+        assert all(a.status_code in (200, 503) for _, a in answers)
+        full.unlink()
+        assert signed_callback(intake, "INTAKEAFTER00001").status_code == 200
+        acked = {ref for ref, a in answers if a.status_code == 200} | {"INTAKEAFTER00001"}
+        refs = {r[0] for r in db_rows(small_disk, "SELECT ref FROM report_inbox")}
+        assert acked <= refs
+        assert srv.proc is not None and srv.proc.poll() is None, "the server kept running"
+    finally:
+        intake.close()
+        srv.stop()
+        with contextlib.suppress(OSError):
+            (small_disk / "ballast").unlink()
+
+
+def _answers(client: httpx.Client) -> bool | None:
+    try:
+        return client.post("/callbacks/gw").status_code == 401 or None
+    except httpx.TransportError:
+        return None

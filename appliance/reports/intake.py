@@ -1,0 +1,239 @@
+"""The report intake: ``/callbacks/*`` served by a second process (DLR-2, opt-in).
+
+With ``[reports] intake_port`` set, the server starts a child process
+(``multiprocessing``, ``spawn``: the same in the frozen binary) that listens on that
+port (:mod:`appliance.web.intake_app`). The child does the HTTP, the signature and the
+reading of the reports on its own core; the server keeps the one thing that must stay
+with it, the write. For each callback the child sends the raw body and its reports over
+a Unix socket pair (:mod:`appliance.reports.intake_link`). A thread here reads them and
+hands the writer one unit for what each read brought (:func:`store_batch`: the route's
+own unit, :func:`appliance.reports.apply.receive`, under a savepoint per callback);
+once the writer has committed it, the outcomes go back in one frame, from the writer's
+thread, and only then does the child answer. So a ``2xx`` from the intake's port still
+means on disk.
+
+**Restarts.** The listening socket is the server's, taken before anything starts
+(:func:`appliance.web.listener.bind_socket`); the child gets a copy. If the child dies
+(``kill -9``), the server starts another on the same socket, after
+:data:`RESTART_BACKOFF_S` doubling up to :data:`MAX_BACKOFF_S` while it keeps dying, so
+connections wait in the socket's backlog rather than being refused. If the server dies,
+the child's link closes: it answers ``503`` to what is waiting and exits. A stop
+(SIGTERM) is passed on to the child, which finishes its requests (their writes
+included) before the server's writer stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from appliance.ops.metrics import metrics_for
+from appliance.reports.apply import Receipt, receive
+from appliance.reports.inbox import InboxReport, RawCallback
+from appliance.reports.intake_link import frame, frames
+from appliance.service import Appliance
+from appliance.store.connection import Connection
+from appliance.store.errors import STORAGE_ERRORS
+from appliance.store.writer import WriterClosed
+from appliance.web.callbacks import note_receipt
+from appliance.web.intake_app import serve_intake
+
+log = logging.getLogger("appliance.callbacks")
+RESTART_BACKOFF_S = 0.5
+MAX_BACKOFF_S = 10.0
+STEADY_S = 30.0  # a child that lived this long resets the backoff
+ROUTE = "/callbacks/{provider}"
+# A checked callback as the intake sends it: (number, provider, raw, reports,
+# parse_error, signed_age_s).
+Callback = tuple[int, str, RawCallback, list[InboxReport], str | None, float | None]
+
+
+def store_batch(conn: Connection, batch: list[Callback], now_ms: int
+                ) -> list[Receipt | None]:
+    """The write unit of the callbacks of one read: each the route's own unit
+    (:func:`~appliance.reports.apply.receive`) under a savepoint of its own, so one that
+    fails is undone alone (``None``); a storage error fails them all."""
+    receipts: list[Receipt | None] = []
+    for _, _, raw, reports, parse_error, _ in batch:
+        conn.execute("SAVEPOINT intake")
+        try:
+            receipts.append(receive(conn, raw, reports, parse_error, now_ms))
+        except STORAGE_ERRORS:
+            raise
+        except Exception:
+            log.exception("callback for provider %s could not be stored", raw.provider)
+            conn.execute("ROLLBACK TO intake")
+            receipts.append(None)
+        conn.execute("RELEASE intake")
+    return receipts
+
+
+class ReportIntake:
+    """The intake process and the server's end of its link."""
+
+    def __init__(self, appliance: Appliance, listening: socket.socket,
+                 log_file: Path | None = None, secrets: list[str] | None = None) -> None:
+        self.appliance = appliance
+        self.listening = listening
+        self.log_file = log_file
+        self.secrets = secrets or []
+        self.restarts = 0
+        self.stored = 0  # callbacks the intake had stored
+        self._process: Any = None
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+
+    @property
+    def up(self) -> bool:
+        process = self._process
+        return process is not None and bool(process.is_alive())
+
+    def start(self) -> None:
+        self._supervisor = threading.Thread(target=self._supervise, name="report-intake",
+                                            daemon=True)
+        self._supervisor.start()
+
+    def _spawn(self) -> tuple[Any, socket.socket]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        settings = self.appliance.settings
+        process = multiprocessing.get_context("spawn").Process(
+            target=serve_intake, name="appliance-report-intake", daemon=True,
+            args=(self.listening, theirs, settings, self.log_file, self.secrets))
+        process.start()
+        theirs.close()
+        log.info("report intake started", extra={
+            "pid": process.pid, "url": settings.report_callback_base + "/callbacks/"})
+        return process, ours
+
+    def _supervise(self) -> None:
+        backoff = RESTART_BACKOFF_S
+        while not self._stopping.is_set():
+            started = time.monotonic()
+            try:
+                process, link = self._spawn()
+            except Exception:  # tried again after the backoff
+                log.exception("report intake could not start")
+            else:
+                self._process = process
+                self._serve(link)
+                link.close()
+                process.join(5.0)
+                if self._stopping.is_set():
+                    return
+                self.restarts += 1
+                log.error("report intake process exited (code %s); starting another",
+                          process.exitcode)
+            if time.monotonic() - started > STEADY_S:
+                backoff = RESTART_BACKOFF_S
+            if self._stopping.wait(backoff):
+                return
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def _serve(self, link: socket.socket) -> None:
+        """Read the child's frames until its end of the link closes; the callbacks of
+        each read go to the writer as one unit."""
+        buffer = bytearray()
+        while True:
+            try:
+                data = link.recv(1 << 20)
+            except OSError:
+                return
+            if not data:
+                return
+            buffer += data
+            batch: list[Callback] = []
+            for message in frames(buffer):
+                if message[0] == "store":
+                    batch.append(message[1:])
+                elif message[0] == "requests":
+                    metrics = metrics_for(self.appliance)
+                    for method, status, seconds in message[1]:
+                        metrics.observe_request(ROUTE, method, status, seconds)
+            if batch:
+                self._store(link, batch)
+
+    def _store(self, link: socket.socket, batch: list[Callback]) -> None:
+        appliance = self.appliance
+        metrics = metrics_for(appliance)
+        for _, name, _, _, _, signed_age_s in batch:
+            if signed_age_s is not None:
+                metrics.observe_signed_report_age(name, signed_age_s)
+        now = appliance.now_ms()
+        try:
+            future = appliance.store.writer.submit(lambda c: store_batch(c, batch, now))
+        except (WriterClosed, RuntimeError):
+            self._answer(link, batch, None)
+            return
+        future.add_done_callback(lambda f: self._answer(link, batch, f))
+
+    def _answer(self, link: socket.socket, batch: list[Callback],
+                future: Future[list[Receipt | None]] | None) -> None:
+        """Tell the intake how its callbacks fared as soon as the commit is done (in
+        the writer's thread: one short send), then write their log lines (a thread of
+        their own would cost more in waking it than the lines do)."""
+        failed = future is None or future.exception() is not None
+        receipts: list[Receipt | None] = (
+            [None] * len(batch) if failed or future is None else future.result())
+        outcomes = [(ident, receipt is not None)
+                    for (ident, *_), receipt in zip(batch, receipts, strict=True)]
+        with contextlib.suppress(OSError):
+            link.sendall(frame(("stored", outcomes)))
+        if failed:
+            why = "the writer is stopped" if future is None else future.exception()
+            log.error("%d callback(s) could not be stored: %s", len(batch), why)
+            return
+        for (_, name, *_), receipt in zip(batch, receipts, strict=True):
+            if receipt is not None:
+                self.stored += 1
+                note_receipt(name, receipt)
+
+    def forward_stop(self) -> None:
+        """A stop signal: the child stops taking callbacks and finishes its requests."""
+        self._stopping.set()
+        if self._process is not None:
+            _terminate(self._process)
+
+    async def stop(self) -> None:
+        """Wait for the child to finish (its requests' writes go through the writer,
+        which is still running), then stop the link's threads."""
+        self._stopping.set()
+        process = self._process
+        if process is not None:
+            _terminate(process)
+            await anyio.to_thread.run_sync(self._join, process)
+        if self._supervisor is not None:
+            await anyio.to_thread.run_sync(self._supervisor.join, 5.0)
+
+    def _join(self, process: Any) -> None:
+        process.join(self.appliance.settings.shutdown_timeout_s)
+        if process.is_alive():
+            log.warning("report intake did not stop in time; killing it")
+            process.kill()
+            process.join(2.0)
+
+
+def _terminate(process: Any) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if process.pid is not None and process.is_alive():
+            os.kill(process.pid, signal.SIGTERM)
+
+
+def install(appliance: Appliance, listening: socket.socket, log_file: Path | None,
+            secrets: list[str]) -> ReportIntake:
+    """The report intake (its typed home: ``appliance.report_intake``), started with
+    the appliance and stopped before its writer."""
+    intake = ReportIntake(appliance, listening, log_file, secrets)
+    appliance.report_intake = intake
+    appliance.on_stop(intake.stop)
+    return intake
