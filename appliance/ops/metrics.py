@@ -20,6 +20,7 @@ Scrapes run in a worker thread (the collector does blocking reads).
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -281,22 +282,26 @@ def _edge(appliance: Appliance) -> Iterator[Metric]:
     from appliance.ops.storage import free_bytes
     from appliance.web.edge import STATS
 
+    intake = appliance.report_intake.edge if appliance.report_intake is not None else None
     yield _gauge("appliance_http_connections_open", "Open HTTP connections.",
-                 STATS.open_connections)
+                 STATS.open_connections + (intake.open_connections if intake else 0))
     refused = CounterMetricFamily("appliance_http_edge_refusals",
                                   "Requests and connections the edge refused or closed, by"
                                   " reason.", labels=["reason"])
+    counts = STATS.refused + (intake.refused if intake else collections.Counter())
     for reason in sorted({"idle_timeout", "request_timeout", "headers_too_large",
-                          "bad_request", *STATS.refused}):
-        refused.add_metric([reason], float(STATS.refused[reason]))
+                          "bad_request", *counts}):
+        refused.add_metric([reason], float(counts[reason]))
     yield refused
     budget = appliance.body_budget
     yield _gauge("appliance_http_body_bytes_held", "Bytes of request bodies held in memory.",
-                 budget.held if budget is not None else 0)
+                 (budget.held if budget is not None else 0)
+                 + (intake.body_bytes_held if intake else 0))
     busy = CounterMetricFamily("appliance_http_body_budget_refusals",
                                "Requests refused 503 because bodies in flight filled"
                                " [http] max_inflight_body_bytes.")
-    busy.add_metric([], float(getattr(budget, "refused", 0)))
+    busy.add_metric([], float(getattr(budget, "refused", 0)
+                              + (intake.budget_refused if intake else 0)))
     yield busy
     try:
         free: int | None = free_bytes(appliance.settings.data_dir)

@@ -32,6 +32,7 @@ import signal
 import socket
 import threading
 import time
+from collections import Counter
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,38 @@ ROUTE = "/callbacks/{provider}"
 # A checked callback as the intake sends it: (number, provider, raw, reports,
 # parse_error, signed_age_s).
 Callback = tuple[int, str, RawCallback, list[InboxReport], str | None, float | None]
+
+
+class IntakeEdge:
+    """The intake's edge, as its process last reported it, for the server's
+    ``/metrics``: the refusals are summed over every process it ran (counters never
+    go back), the open connections and bodies held are the running one's."""
+
+    def __init__(self) -> None:
+        self.open_connections = 0
+        self.body_bytes_held = 0
+        self._refused: Counter[str] = Counter()
+        self._refused_before: Counter[str] = Counter()  # by the processes that ended
+        self._budget_refused = 0
+        self._budget_refused_before = 0
+
+    def update(self, open_connections: int, refused: dict[str, int], held: int,
+               budget_refused: int) -> None:
+        self.open_connections, self.body_bytes_held = open_connections, held
+        self._refused, self._budget_refused = Counter(refused), budget_refused
+
+    def child_gone(self) -> None:
+        self._refused_before += self._refused
+        self._budget_refused_before += self._budget_refused
+        self.update(0, {}, 0, 0)
+
+    @property
+    def refused(self) -> Counter[str]:
+        return self._refused_before + self._refused
+
+    @property
+    def budget_refused(self) -> int:
+        return self._budget_refused_before + self._budget_refused
 
 
 def store_batch(conn: Connection, batch: list[Callback], now_ms: int
@@ -90,6 +123,7 @@ class ReportIntake:
         self.secrets = secrets or []
         self.restarts = 0
         self.stored = 0  # callbacks the intake had stored
+        self.edge = IntakeEdge()
         self._process: Any = None
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
@@ -128,6 +162,7 @@ class ReportIntake:
                 self._process = process
                 self._serve(link)
                 link.close()
+                self.edge.child_gone()
                 process.join(5.0)
                 if self._stopping.is_set():
                     return
@@ -156,6 +191,8 @@ class ReportIntake:
             for message in frames(buffer):
                 if message[0] == "store":
                     batch.append(message[1:])
+                elif message[0] == "edge":
+                    self.edge.update(*message[1:])
                 elif message[0] == "requests":
                     metrics = metrics_for(self.appliance)
                     for method, status, seconds in message[1]:

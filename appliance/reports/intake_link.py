@@ -2,8 +2,10 @@
 Unix socket pair, each its length (4 bytes, big-endian) and then the pickle.
 
 From the intake: ``("store", ident, provider, raw, reports, parse_error, signed_age_s)``
-for each verified callback, and ``("requests", [(method, status, seconds), ...])``, the
-intake's requests since the last such frame (for ``/metrics``). From the server:
+for each verified callback, ``("requests", [(method, status, seconds), ...])``, the
+intake's requests since the last such frame, and ``("edge", open_connections,
+{reason: refusals}, body_bytes_held, budget_refusals)`` when those changed (both for
+``/metrics``). From the server:
 ``("stored", [(ident, ok), ...])`` once the write units are committed (``ok``) or
 failed.
 """

@@ -12,7 +12,8 @@ with ``503`` and exits.
 
 Other paths are ``404``, other methods ``405``; every answer carries ``X-Request-Id``.
 Its requests are counted in the server's ``/metrics`` (route
-``/callbacks/{provider}``), sent there every :data:`METRICS_EVERY_S`.
+``/callbacks/{provider}``), and its edge's counts added to the server's own (open
+connections, refusals, bodies held), sent there every :data:`METRICS_EVERY_S`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from appliance.providers.registry import Providers
 from appliance.reports.intake_link import frame, frames
 from appliance.web.bodies import BodyBudget, read_scope_pieces
 from appliance.web.callbacks import TOO_LARGE, TRY_AGAIN, check, reader_for, refusal
+from appliance.web.edge import STATS
 from appliance.web.errors import ApiError
 
 log = logging.getLogger("appliance.callbacks")
@@ -100,6 +102,7 @@ class IntakeApp:
         self._link_sock = link_sock
         self._requests: list[tuple[str, int, float]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._edge_sent: tuple[Any, ...] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -175,6 +178,11 @@ class IntakeApp:
         if self._requests:
             requests, self._requests = self._requests, []
             self.link.send(("requests", requests))
+        edge = (STATS.open_connections, dict(STATS.refused), self.budget.held,
+                self.budget.refused)
+        if edge != self._edge_sent:
+            self._edge_sent = edge
+            self.link.send(("edge", *edge))
 
 
 def _refusal(exc: ApiError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:

@@ -182,6 +182,15 @@ def test_the_intake_port_holds_the_edge_limits(intake: Intake) -> None:
     with intake.client() as client:  # and the port still answers
         assert signed_callback(client, "AFTER-SLOW").status_code == 200
 
+    def refusals() -> dict[str, float] | None:  # the server's own port refused nothing
+        text = httpx.get(intake.server.url + "/metrics", timeout=10).text
+        found = {line.split('"')[1]: float(line.split()[-1]) for line in text.splitlines()
+                 if line.startswith("appliance_http_edge_refusals_total{")}
+        ok = found.get("headers_too_large", 0) >= 1 and found.get("request_timeout", 0) >= 1
+        return found if ok else None
+
+    wait_for(refusals, 10, message="the intake's edge refusals in /metrics")
+
 
 def test_the_intake_requests_are_counted_in_the_servers_metrics(intake: Intake) -> None:
     with intake.client() as client:
