@@ -75,10 +75,12 @@ def test_the_binary_imports_sends_backs_up_and_restores(
     assert version.stdout.startswith("appliance, version ")
 
     data, restored = tmp_path / "data", tmp_path / "restored"
-    sim_port, port = free_port(), free_port()
+    sim_port, port, intake_port = free_port(), free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
     config = tmp_path / "appliance.toml"
-    config.write_text(f'public_url = "{url}"\n[providers.sim]\nkind = "simulator"\n'
+    # The receipts come to the report intake's port: its process is started too.
+    config.write_text(f'[reports]\nintake_port = {intake_port}\n'
+                      f'[providers.sim]\nkind = "simulator"\n'
                       f'base_url = "http://127.0.0.1:{sim_port}"\nrate_per_s = 500\n')
     procs.append(Proc([exe, "simulator", "--port", str(sim_port), "--seed", "7",
                        "--delay-min-ms", "10", "--delay-max-ms", "300",
@@ -123,6 +125,8 @@ def test_the_binary_imports_sends_backs_up_and_restores(
                  [0][0] == total, 90, interval=0.2, message="every message to get its report")
         assert api.get("/readyz").status_code == 200
         assert "appliance_messages" in api.get("/metrics").text
+        assert "appliance_report_intake_up 1.0" in api.get("/metrics").text
+        assert rows(db, "SELECT count(*) FROM raw_reports")[0][0] >= total
 
         backup = tmp_path / "backup.db"
         out = subprocess.run([exe, "backup", str(backup), "--data-dir", str(data)],
