@@ -113,22 +113,37 @@ def flood(intake: Intake, prefix: str, count: int, threads: int = 8,
     return answered
 
 
+class Flood:
+    """Signed reports sent from threads in the background until :meth:`finish`, once
+    ``at_least`` of them are stored."""
+
+    def __init__(self, intake: Intake, prefix: str, at_least: int, threads: int = 4) -> None:
+        self.intake, self.prefix = intake, prefix
+        self.stop = threading.Event()
+        self.answered: list[tuple[str, int]] = []
+        self.sender = threading.Thread(target=lambda: self.answered.extend(
+            flood(intake, prefix, 100_000, threads=threads, stop=self.stop)))
+        self.sender.start()
+        wait_for(lambda: intake.stored(f"{prefix}-%") >= at_least or None, 30)
+
+    def finish(self) -> tuple[set[str], set[str]]:
+        """(refs answered 2xx, refs on disk)."""
+        self.stop.set()
+        self.sender.join()
+        ok = {ref for ref, status in self.answered if status == 200}
+        stored = {r[0] for r in db_rows(self.intake.server.data_dir,
+                                        "SELECT ref FROM report_inbox WHERE ref LIKE ?",
+                                        (f"{self.prefix}-%",))}
+        return ok, stored
+
+
 def test_every_2xx_from_the_intake_port_is_on_disk_after_kill_9(tmp_path: Path) -> None:
     running = Intake(tmp_path).start()
-    stop = threading.Event()
-    answered: list[tuple[str, int]] = []
-    sender = threading.Thread(target=lambda: answered.extend(
-        flood(running, "ONDISK", 100_000, threads=8, stop=stop)))
-    sender.start()
-    wait_for(lambda: running.stored("ONDISK-%") >= 200 or None, 30)
+    flooding = Flood(running, "ONDISK", 200, threads=8)
     running.server.kill9()  # mid-flood: some callbacks are in the writer's batch
-    stop.set()
-    sender.join()
-    ok = {ref for ref, status in answered if status == 200}
+    ok, refs = flooding.finish()
     assert len(ok) >= 200
-    assert {status for _, status in answered} <= {200, 503}
-    refs = {r[0] for r in db_rows(running.server.data_dir,
-                                  "SELECT ref FROM report_inbox WHERE ref LIKE 'ONDISK-%'")}
+    assert {status for _, status in flooding.answered} <= {200, 503}
     assert ok <= refs
     # The server gone, its intake goes too: the port is free for the next start.
     child = running.pids()[-1]
@@ -212,23 +227,14 @@ def test_a_killed_intake_is_started_again_on_the_same_port(tmp_path: Path) -> No
     running = Intake(tmp_path).start()
     try:
         first = running.pids()[0]
-        stop = threading.Event()
-        answered: list[tuple[str, int]] = []
-        sender = threading.Thread(target=lambda: answered.extend(
-            flood(running, "KILLED", 100_000, threads=4, stop=stop)))
-        sender.start()
-        wait_for(lambda: running.stored("KILLED-%") >= 50 or None, 30)
+        flooding = Flood(running, "KILLED", 50)
         os.kill(first, signal.SIGKILL)
         wait_for(lambda: len(running.pids()) >= 2 or None, 20,
                  message="a new intake process")
         running.wait_up()
         with running.client() as client:
             assert signed_callback(client, "AFTER-KILL").status_code == 200
-        stop.set()
-        sender.join()
-        ok = {ref for ref, status in answered if status == 200}
-        refs = {r[0] for r in db_rows(running.server.data_dir,
-                                      "SELECT ref FROM report_inbox WHERE ref LIKE 'KILLED-%'")}
+        ok, refs = flooding.finish()
         assert ok <= refs and len(ok) >= 50
         metrics = httpx.get(running.server.url + "/metrics", timeout=10).text
         assert "appliance_report_intake_restarts_total 1.0" in metrics
@@ -240,19 +246,10 @@ def test_a_killed_intake_is_started_again_on_the_same_port(tmp_path: Path) -> No
 def test_sigterm_drains_the_intake_and_every_2xx_is_on_disk(tmp_path: Path) -> None:
     running = Intake(tmp_path).start()
     child = running.pids()[0]
-    stop = threading.Event()
-    answered: list[tuple[str, int]] = []
-    sender = threading.Thread(target=lambda: answered.extend(
-        flood(running, "DRAIN", 100_000, threads=4, stop=stop)))
-    sender.start()
-    wait_for(lambda: running.stored("DRAIN-%") >= 50 or None, 30)
+    flooding = Flood(running, "DRAIN", 50)
     assert running.server.terminate() == 0
-    stop.set()
-    sender.join()
+    ok, refs = flooding.finish()
     assert not alive(child)
-    ok = {ref for ref, status in answered if status == 200}
-    refs = {r[0] for r in db_rows(running.server.data_dir,
-                                  "SELECT ref FROM report_inbox WHERE ref LIKE 'DRAIN-%'")}
     assert ok <= refs and len(ok) >= 50
     assert "stopped cleanly" in running.server.log()
 
