@@ -144,7 +144,6 @@ class ReportIntake:
         self.log_file = log_file
         self.secrets = secrets or []
         self.restarts = 0
-        self.stored = 0  # callbacks the intake had stored
         self.edge = IntakeEdge()
         self._process: Any = None
         self._stopping = threading.Event()
@@ -279,7 +278,6 @@ class ReportIntake:
             return
         for (_, name, *_), receipt in zip(batch, receipts, strict=True):
             if receipt is not None:
-                self.stored += 1
                 note_receipt(name, receipt)
 
     def forward_stop(self) -> None:
