@@ -159,15 +159,16 @@ class StreamedLineCount:
         return self.at_most
 
     def _count(self, piece: bytes) -> None:
-        window = self.tail + piece
-        tail = self.tail
         if self.shape in ("text", "multipart"):
             self.counts[0] += piece.count(b"\n")
             # Most lists have no CR at all: `in` finds that with memchr, far faster
             # than counting.
             self.piece_crs = piece.count(b"\r") if b"\r" in piece else 0
             self.counts[1] += self.piece_crs
-        elif self.shape == "json":
+            return  # single bytes: no ending is split across pieces, nothing to copy
+        window = self.tail + piece  # an escape or a %0A may be split across pieces
+        tail = self.tail
+        if self.shape == "json":
             for i, pattern in enumerate(_JSON_ENDINGS):
                 self.counts[i] += window.count(pattern) - tail.count(pattern)
             self.false += window.count(_JSON_FALSE) - tail.count(_JSON_FALSE)
