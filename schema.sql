@@ -41,6 +41,22 @@ CREATE TABLE sessions (
     expires_at   INTEGER NOT NULL
 );
 
+-- EDGE-6: the sign-in guard's state, shared by every process on the database. Failed
+-- sign-ins per user name ('user:<name>') and per client address ('addr:<address>'),
+-- and the sign-in forms' tokens once used (each is good for one attempt).
+CREATE TABLE sign_in_failures (
+    key            TEXT    PRIMARY KEY,
+    failures       INTEGER NOT NULL,
+    blocked_until  INTEGER NOT NULL,
+    last_at        INTEGER NOT NULL
+);
+CREATE INDEX sign_in_failures_last ON sign_in_failures (last_at);
+CREATE TABLE sign_in_tokens_used (
+    nonce      TEXT    PRIMARY KEY,
+    issued_at  INTEGER NOT NULL
+);
+CREATE INDEX sign_in_tokens_used_issued ON sign_in_tokens_used (issued_at);
+
 -- A deleted list keeps its row (its campaigns and import jobs point at it) with its
 -- contacts removed; importing into the same name again brings it back, empty.
 CREATE TABLE lists (

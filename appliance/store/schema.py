@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import resources
+from typing import Final
 
 import apsw
 
-SCHEMA_VERSION = 10
+from appliance.store import dialect
+
+SCHEMA_VERSION = 11
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -242,6 +245,35 @@ def add_import_windows(conn: apsw.Connection) -> None:
             " ALTER TABLE import_payloads_v10 RENAME TO import_payloads;")
 
 
+_SIGN_IN_GUARD: Final = """
+CREATE TABLE sign_in_failures (
+    key            TEXT    PRIMARY KEY,
+    failures       INTEGER NOT NULL,
+    blocked_until  INTEGER NOT NULL,
+    last_at        INTEGER NOT NULL
+);
+CREATE INDEX sign_in_failures_last ON sign_in_failures (last_at);
+CREATE TABLE sign_in_tokens_used (
+    nonce      TEXT    PRIMARY KEY,
+    issued_at  INTEGER NOT NULL
+);
+CREATE INDEX sign_in_tokens_used_issued ON sign_in_tokens_used (issued_at);
+"""
+
+
+def add_sign_in_guard(conn: apsw.Connection) -> None:
+    """Version 11 (EDGE-6 with several processes): the sign-in guard's failed attempts
+    and used form tokens move from each process's memory into the database, so a
+    sign-in form from one process is good at another and a guess counts at all of them.
+    On PostgreSQL the same tables in its DDL (times are ``BIGINT`` there)."""
+    if isinstance(conn, apsw.Connection):
+        conn.execute(_SIGN_IN_GUARD)
+        return
+    for statement in dialect.postgresql_schema(_SIGN_IN_GUARD).split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 def add_rollups(conn: apsw.Connection) -> None:
     """Version 8: counts kept beside the rows they count (``message_counts``,
     ``row_counts``, ``messages.counted_state``), filled from the rows already there
@@ -409,6 +441,7 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     8: add_rollups,
     9: add_lease_owners,
     10: add_import_windows,
+    11: add_sign_in_guard,
 }
 
 

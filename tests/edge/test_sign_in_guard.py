@@ -1,7 +1,8 @@
 """EDGE-6: sign-in resists guessing (per name, per address) and floods (bounded hashing).
 
 The server's clock is a file the test moves, so the delays are waited out without
-sleeping.
+sleeping. The guard's counts and used tokens are in the database: two processes on one
+PostgreSQL database share them, as two behind a load balancer must.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.harness import FileClock, Server
+from tests.harness import FileClock, Server, db_rows
 from tests.web.console_support import PASSWORD, create_user, csrf_of
 
 T0 = 1_800_000_000_000
@@ -32,12 +33,17 @@ def console(data_dir: Path, tmp_path: Path) -> Iterator[tuple[Server, FileClock]
         srv.stop()
 
 
-def attempt(srv: Server, name: str, password: str) -> httpx.Response:
+def attempt(srv: Server, name: str, password: str, post_to: Server | None = None
+            ) -> httpx.Response:
+    """One sign-in through the form: fetched from ``srv``, posted to ``post_to`` (the
+    same server unless given), as a load balancer may send the two requests."""
     with srv.client() as client:
         form = client.get("/login")
         assert form.status_code == 200
-        return client.post("/login", data={"csrf_token": csrf_of(form.text), "username": name,
-                                           "password": password, "next": "/import"})
+        target = post_to.url if post_to is not None else ""
+        return client.post(target + "/login",
+                           data={"csrf_token": csrf_of(form.text), "username": name,
+                                 "password": password, "next": "/import"})
 
 
 def test_failures_slow_the_next_attempts_down_and_the_right_password_still_works(
@@ -66,6 +72,22 @@ def test_failures_slow_the_next_attempts_down_and_the_right_password_still_works
     # The right password cleared the name's count: a typo now costs nothing.
     assert attempt(srv, "alice", "typo").status_code == 401
     assert attempt(srv, "alice", PASSWORD).status_code == 303
+
+
+def test_a_count_is_forgotten_an_hour_after_its_last_failure(
+        console: tuple[Server, FileClock], data_dir: Path) -> None:
+    srv, clock = console
+    assert [attempt(srv, "alice", f"guess-{i}").status_code for i in range(4)] == [401] * 4
+    assert attempt(srv, "alice", PASSWORD).status_code == 429
+    clock.advance(3_600_001)
+    # Counted on from four, the next failures would block for 2 s, 4 s ...: they start
+    # again from none, so three are free and the right password then works.
+    assert [attempt(srv, "alice", f"later-{i}").status_code for i in range(3)] == [401] * 3
+    assert attempt(srv, "alice", PASSWORD).status_code == 303
+    clock.advance(3_600_001)
+    attempt(srv, "bob", "guess")  # a failure's unit removes what was forgotten
+    keys = {str(r[0]) for r in db_rows(data_dir, "SELECT key FROM sign_in_failures")}
+    assert keys == {"user:bob", "addr:127.0.0.1"}
 
 
 def test_one_address_guessing_many_names_is_slowed_down_too(
@@ -139,6 +161,54 @@ def test_a_flood_of_sign_ins_is_bounded_and_the_api_keeps_answering(
     assert peak_rss_kb(srv.proc.pid) - peak_before < 150_000
     metrics = httpx.get(srv.url + "/metrics").text
     assert not re.search(r'status="5\d\d"', metrics)
+
+
+@pytest.fixture
+def two_processes(tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+                  ) -> Iterator[tuple[Server, Server, FileClock]]:
+    monkeypatch.setenv("APPLIANCE_DATABASE_URL", pg_url)
+    clock = FileClock(tmp_path / "clock", T0)
+    dirs = [tmp_path / "a" / "data", tmp_path / "b" / "data"]
+    for d in dirs:
+        d.mkdir(parents=True)
+    a = Server(dirs[0], env=clock.env).start()
+    b = Server(dirs[1], env=clock.env).start()
+    try:
+        create_user(dirs[0], "alice")
+        yield a, b, clock
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_a_form_from_one_process_signs_in_at_another_once(
+        two_processes: tuple[Server, Server, FileClock]) -> None:
+    a, b, _ = two_processes
+    signed_in = attempt(a, "alice", PASSWORD, post_to=b)
+    assert signed_in.status_code == 303 and signed_in.headers["location"] == "/import"
+    with a.client() as client:
+        token = csrf_of(client.get("/login").text)
+        first = client.post("/login", data={"csrf_token": token, "username": "alice",
+                                            "password": "wrong"})
+        assert first.status_code == 401
+        client.cookies.set("appliance_signin", token, path="/login")
+        replay = client.post(b.url + "/login", data={"csrf_token": token,
+                                                     "username": "alice",
+                                                     "password": PASSWORD})
+        assert replay.status_code == 403, "a token used at one process is used at all"
+
+
+def test_failures_at_one_process_block_the_name_at_the_other(
+        two_processes: tuple[Server, Server, FileClock]) -> None:
+    a, b, clock = two_processes
+    answers = [attempt(a if i % 2 else b, "alice", f"guess-{i}").status_code
+               for i in range(4)]
+    assert answers == [401] * 4  # three free failures, counted across both processes
+    for srv in (a, b):
+        blocked = attempt(srv, "alice", PASSWORD)
+        assert blocked.status_code == 429 and blocked.headers["Retry-After"] == "1"
+    clock.advance(1000)
+    assert attempt(b, "alice", PASSWORD).status_code == 303
 
 
 def peak_rss_kb(pid: int) -> int:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.store.connection import Connection
 from appliance.users import User, absent_user_hash, user_for_sign_in, verify_password
 from appliance.web.errors import ApiError
 from appliance.web.pages.guard import (
@@ -26,7 +27,7 @@ from appliance.web.pages.guard import (
     safe_next,
 )
 from appliance.web.pages.render import page
-from appliance.web.pages.sign_in_guard import sign_in_guard
+from appliance.web.pages.sign_in_guard import clear_failures, sign_in_guard, user_key
 from appliance.web.session import (
     CSRF_FIELD,
     SESSION_COOKIE,
@@ -43,11 +44,12 @@ from appliance.web.session import (
 MAX_FIELD = 1024
 
 
-def _sign_in_page(request: Request, status: int = 200, error: str = "",
-                  name: str = "", next_path: str = "/", retry_after: int = 0) -> Response:
+async def _sign_in_page(request: Request, status: int = 200, error: str = "",
+                        name: str = "", next_path: str = "/", retry_after: int = 0
+                        ) -> Response:
     """The form, always with a fresh token (in the page and in its cookie)."""
     appliance = appliance_of(request)
-    token = sign_in_guard(appliance).tokens.issue(appliance.now_ms())
+    token = (await sign_in_guard(appliance)).tokens.issue(appliance.now_ms())
     response = page(request, "login.html", None, status=status, sign_in_csrf=token,
                     error=error, name=name, next_path=next_path)
     set_sign_in_cookie(response, request, token)
@@ -56,9 +58,11 @@ def _sign_in_page(request: Request, status: int = 200, error: str = "",
     return response
 
 
-def _too_many(request: Request, name: str, next_path: str, retry_after: int) -> Response:
-    return _sign_in_page(request, 429, f"Too many failed sign-ins. Try again in {retry_after} s.",
-                         name, next_path, retry_after)
+async def _too_many(request: Request, name: str, next_path: str, retry_after: int
+                    ) -> Response:
+    return await _sign_in_page(
+        request, 429, f"Too many failed sign-ins. Try again in {retry_after} s.",
+        name, next_path, retry_after)
 
 
 def _password_matches(found: tuple[User, str] | None, password: str) -> bool:
@@ -70,7 +74,7 @@ async def login_form(request: Request) -> Response:
     next_path = safe_next(request.query_params.get("next"))
     if await current_session(request) is not None:
         return RedirectResponse(next_path, status_code=303)
-    return _sign_in_page(request, next_path=next_path)
+    return await _sign_in_page(request, next_path=next_path)
 
 
 def _field(form: FormData, name: str) -> str:
@@ -82,38 +86,41 @@ async def login_submit(request: Request) -> Response:
     try:
         form = await read_form(request, SMALL_FORM_BYTES)
     except ApiError as exc:
-        return _sign_in_page(request, exc.status, exc.message)
+        return await _sign_in_page(request, exc.status, exc.message)
     next_path = safe_next(_field(form, "next"))
     name = _field(form, "username").strip()
     password = _field(form, "password")
     appliance = appliance_of(request)
-    guard = sign_in_guard(appliance)
-    if not guard.tokens.redeem(request.cookies.get(SIGN_IN_COOKIE, ""),
-                               _field(form, CSRF_FIELD), appliance.now_ms()):
-        return _sign_in_page(request, 403, "The sign-in form expired. Please try again.",
-                             name, next_path)
+    guard = await sign_in_guard(appliance)
+    if not await guard.redeem(request.cookies.get(SIGN_IN_COOKIE, ""),
+                              _field(form, CSRF_FIELD)):
+        return await _sign_in_page(request, 403, "The sign-in form expired. Please try again.",
+                                   name, next_path)
     address = request.client.host if request.client else ""
-    wait = guard.retry_after_s(name, address, appliance.now_ms())
+    wait = await guard.retry_after_s(name, address)
     if wait:
-        return _too_many(request, name, next_path, wait)
+        return await _too_many(request, name, next_path, wait)
     found = await appliance.store.readers.run(lambda c: user_for_sign_in(c, name))
     async with guard.hashing.turn() as admitted:
         if not admitted:
-            return _sign_in_page(request, 429, "Many sign-ins are being checked right now."
-                                 " Please try again in a moment.", name, next_path,
-                                 retry_after=1)
+            return await _sign_in_page(
+                request, 429, "Many sign-ins are being checked right now."
+                " Please try again in a moment.", name, next_path, retry_after=1)
         # Others may have failed for this name while this attempt waited its turn.
-        wait = guard.retry_after_s(name, address, appliance.now_ms())
+        wait = await guard.retry_after_s(name, address)
         if wait:
-            return _too_many(request, name, next_path, wait)
+            return await _too_many(request, name, next_path, wait)
         ok = await anyio.to_thread.run_sync(_password_matches, found, password)
     if found is None or not ok:
-        guard.failed(name, address, appliance.now_ms())
-        return _sign_in_page(request, 401, "Wrong user name or password.", name, next_path)
-    guard.succeeded(name)
+        await guard.failed(name, address)
+        return await _sign_in_page(request, 401, "Wrong user name or password.", name, next_path)
     user = found[0]
-    token = await appliance.store.writer.run(
-        lambda c: create_session(c, user.id, appliance.now_ms()))
+
+    def signed_in(c: Connection) -> str:  # the name's failures are forgotten with it
+        clear_failures(c, user_key(name))
+        return create_session(c, user.id, appliance.now_ms())
+
+    token = await appliance.store.writer.run(signed_in)
     response = RedirectResponse(next_path, status_code=303)
     set_session_cookie(response, request, token)
     response.delete_cookie(SIGN_IN_COOKIE, path="/login")

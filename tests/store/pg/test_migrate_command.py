@@ -20,7 +20,7 @@ from appliance.store.schema import migrate as migrate_sqlite
 from appliance.store.transfer import TransferRefused, copy_to_postgresql
 from tests.harness import Server, create_account, run_cli, wait_for
 from tests.sending.support import SimulatorProcess, provider_config, send, wait_state
-from tests.web.console_support import create_user, sign_in
+from tests.web.console_support import create_user, csrf_of, sign_in
 
 LINES = "\n".join(["msisdn,name", *[f"+90532100{i:04d},Name {i}" for i in range(40)],
                    "not a number", "+90532100" + "0001,again"])
@@ -58,6 +58,11 @@ def populate(tmp: Path, data_dir: Path) -> str:
                     "from": "+905321000007", "text": "STOP please", "parts": 2,
                     "url": f"{server.url}/inbound/sim"})
                 assert inbound.status_code == 200, inbound.text
+            with server.client() as guess:  # a failed sign-in is counted
+                form = guess.get("/login")
+                assert guess.post("/login", data={
+                    "csrf_token": csrf_of(form.text), "username": "alice",
+                    "password": "not the password"}).status_code == 401
             with sign_in(server) as console:
                 assert console.get("/lists").status_code == 200
             assert httpx.get(server.url + "/readyz", timeout=30).status_code == 200
