@@ -190,6 +190,12 @@ def _file_part(conn: Connection, rules: InboundRules, provider: str, msisdn: str
     assert msg.concat_ref is not None
     key = f"parts:{msisdn}:{msg.concat_ref}:{msg.parts}"
     inbound_id, _ = _insert(conn, provider, key, msisdn, msg, "", 0, raw_id, now_ms)
+    # The message's row is locked to the end of the unit before its parts are read: two
+    # processes filing two of its parts at once on PostgreSQL would each read only its
+    # own and the earlier ones, and the message would never be whole (its STOP missed).
+    # The second now waits here, then reads the first's part.
+    conn.execute("UPDATE inbound_messages SET parts_received = parts_received WHERE id = ?",
+                 (inbound_id,))
     conn.execute(
         "INSERT INTO inbound_parts (inbound_id, part, text, provider_msg_id)"
         " VALUES (?, ?, ?, ?) ON CONFLICT (inbound_id, part) DO NOTHING",
