@@ -212,6 +212,9 @@ def create_job(conn: Connection, new: NewJob, now_ms: int) -> tuple[ImportJob, b
     same key with anything else raises :class:`IdempotencyConflict`.
     """
     digest = new.payload_sha256
+    # With several processes, the same key sent to two at once: the second waits for the
+    # first's unit here, then finds its job (as a retry after it would).
+    one_at_a_time(conn, f"idempotency:import_jobs:{new.account_id}:{new.idempotency_key}")
     same = _same_submission(conn, new.account_id, new.idempotency_key, digest,
                             new.list_name, new.region)
     if same is not None:

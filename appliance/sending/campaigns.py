@@ -292,6 +292,8 @@ def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
     template (the caller checked it).
     """
     list_id = _list_id(conn, new.account_id, new.list_name)
+    # The same key at two processes at once: the second waits for the first's unit.
+    one_at_a_time(conn, f"idempotency:campaigns:{new.account_id}:{new.idempotency_key}")
     old = conn.execute(
         f"SELECT {COLUMNS} FROM campaigns c JOIN lists l ON l.id = c.list_id"
         " WHERE c.account_id = ? AND c.idempotency_key = ?",

@@ -48,6 +48,7 @@ from appliance.store import dialect
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
 from appliance.store.owner import OWNER, dead_owners
+from appliance.store.singleton import one_at_a_time
 
 # Backoff for transient failures: 2 s x 2^(attempt-1), capped, plus up to 25% jitter.
 BACKOFF_BASE_S = 2.0
@@ -142,6 +143,8 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
     parts are our segmentation of the body (``seg``, computed here when not given).
     """
     if new.idempotency_key is not None:
+        # The same key at two processes at once: the second waits for the first's unit.
+        one_at_a_time(conn, f"idempotency:messages:{new.account_id}:{new.idempotency_key}")
         row = conn.execute(
             "SELECT ref, state, msisdn, body, provider, encoding, parts, ucs2_because"
             " FROM messages WHERE account_id = ? AND idempotency_key = ?",

@@ -1,0 +1,70 @@
+"""The same Idempotency-Key sent to two processes at once (SCALE-1): the second request
+waits for the first's unit and gets what it made, as a retry after it would, never a
+constraint error (a 500). One test per thing a key makes: an import job, a message and
+a campaign."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from appliance.imports.import_job import NewJob, create_job, ensure_list
+from appliance.sending.campaigns import NewCampaign, create_campaign
+from appliance.sending.messages import NewMessage, insert_message
+from appliance.store import pg_schema
+from appliance.store.pg import PgConnection
+
+Unit = Callable[[PgConnection], Any]
+
+
+def job_unit(conn: PgConnection) -> bool:
+    new = NewJob(1, "people", "TR", "key-1", b"+905321000001\n", "text/plain", 1)
+    return create_job(conn, new, 5)[1]
+
+
+def message_unit(conn: PgConnection) -> bool:
+    new = NewMessage(1, "sim", "+905321000001", "hello", idempotency_key="key-1")
+    return insert_message(conn, new, f"ref-{threading.get_ident()}", 5).created
+
+
+def campaign_unit(conn: PgConnection) -> bool:
+    new = NewCampaign(1, "people", "sim", "hello", "key-1")
+    return create_campaign(conn, new, 5)[1]
+
+
+@pytest.mark.parametrize("unit", [job_unit, message_unit, campaign_unit],
+                         ids=["import job", "message", "campaign"])
+def test_the_same_key_at_two_processes_at_once_makes_one(pg_url: str, unit: Unit) -> None:
+    a, b = PgConnection.connect(pg_url), PgConnection.connect(pg_url)
+    try:
+        pg_schema.migrate(a)
+        a.execute("INSERT INTO accounts (name, created_at) VALUES ('acme', 0)")
+        a.execute("BEGIN")
+        ensure_list(a, 1, "people", 0)
+        a.execute("COMMIT")
+        a.execute("BEGIN")
+        assert unit(a) is True
+        outcome: dict[str, Any] = {}
+
+        def other() -> None:
+            try:
+                b.execute("BEGIN")
+                outcome["created"] = unit(b)
+                b.execute("COMMIT")
+            except Exception as exc:  # what the route would have turned into a 500
+                outcome["error"] = exc
+                b.execute("ROLLBACK")
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join(0.3)
+        assert thread.is_alive(), "B waits for A's unit under the same key"
+        a.execute("COMMIT")
+        thread.join(10)
+        assert outcome == {"created": False}, outcome
+    finally:
+        a.close()
+        b.close()
