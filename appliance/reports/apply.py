@@ -52,6 +52,7 @@ from appliance.reports.states import (
     decide,
     is_final,
 )
+from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS
 
@@ -111,9 +112,27 @@ def find_message(conn: Connection, row: Waiting) -> MessageState | None:
                 (row.provider, row.provider_msg_id)).fetchone()
     if found is None:
         return None
+    return _message_state(found)
+
+
+def _message_state(found: Any) -> MessageState:
     return MessageState(int(found[0]), str(found[1]), str(found[2]), int(found[3]),
                         None if found[4] is None else int(found[4]), _text(found[5]),
                         _text(found[6]))
+
+
+def _locked(conn: Connection, message: MessageState) -> MessageState:
+    """On PostgreSQL, the message's row locked to the end of the unit, as it is once the
+    lock is ours. Two processes settling reports of one message at once would each read
+    its parts before the other wrote them, and the older report could overwrite the
+    newer; the second now waits here and reads what the first wrote. SQLite's one
+    writer already settles one report at a time."""
+    if not dialect.of(conn).is_postgresql:
+        return message
+    found = conn.execute(
+        "SELECT id, ref, state, state_at, finalised_at, provider_msg_id, error"
+        " FROM messages WHERE id = ? FOR UPDATE", (message.id,)).fetchone()
+    return _message_state(found)
 
 
 def read_parts(conn: Connection, message: MessageState) -> list[PartState]:
@@ -176,6 +195,8 @@ _UPDATE_PART = (
 def settle(conn: Connection, row: Waiting, now_ms: int) -> Verdict:
     """Apply ``row`` to its message's parts, keep it as history, or leave it waiting."""
     message = find_message(conn, row)
+    if message is not None:
+        message = _locked(conn, message)
     if message is None or message.state in NOT_YET_SENT:
         defer(conn, row, now_ms)
         return Verdict.WAIT
