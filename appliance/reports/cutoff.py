@@ -51,10 +51,13 @@ def cut_off(conn: Connection, ids: list[int], now_ms: int) -> int:
     if not ids:
         return 0
     marks = ",".join("?" * len(ids))
+    # On PostgreSQL the messages are locked first, in id order, as a report's settling
+    # locks its message before its parts: the same order, so the two never deadlock.
+    lock = " ORDER BY id FOR UPDATE" if dialect.of(conn).is_postgresql else ""
     still: list[Any] = conn.execute(
         f"SELECT id, state, finalised_at FROM messages{dialect.of(conn).by_rowid}"
         f" WHERE id IN ({marks})"
-        f" AND state IN ({_MARKS})", (*ids, *_OPEN)).fetchall()
+        f" AND state IN ({_MARKS}){lock}", (*ids, *_OPEN)).fetchall()
     if not still:
         return 0
     open_ids = [int(r[0]) for r in still]

@@ -12,6 +12,7 @@ from appliance.optout.keywords import Keywords
 from appliance.providers.base import InboundMessage
 from appliance.store import pg_schema
 from appliance.store.pg import PgConnection
+from tests.store.pg.paused import PausedAfter
 
 RULES = InboundRules(Keywords(["STOP"]), "TR")
 SENDER = "+905321000007"
@@ -20,26 +21,6 @@ SENDER = "+905321000007"
 def part(n: int, text: str) -> InboundMessage:
     return InboundMessage(msisdn=SENDER, to="4545", text=text, provider_msg_id=f"p{n}",
                           concat_ref="77", part=n, parts=3)
-
-
-class PausedAfterReadingParts:
-    """A connection that stops, mid-unit, once it has read the message's parts, until
-    told to go on: where a second process's filing would overtake it."""
-
-    def __init__(self, conn: PgConnection) -> None:
-        self.conn = conn
-        self.read = threading.Event()
-        self.go = threading.Event()
-
-    def execute(self, sql: str, params: Any = None, /) -> Any:
-        cursor = self.conn.execute(sql, params)
-        if sql.startswith("SELECT part, text FROM inbound_parts"):
-            self.read.set()
-            assert self.go.wait(10)
-        return cursor
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.conn, name)
 
 
 def test_two_parts_filed_at_once_by_two_processes_make_the_message_whole(
@@ -51,7 +32,7 @@ def test_two_parts_filed_at_once_by_two_processes_make_the_message_whole(
         a.execute("BEGIN")
         file_message(a, RULES, "sim", part(1, "ST"), raw_id=1, now_ms=1)
         a.execute("COMMIT")
-        paused = PausedAfterReadingParts(a)
+        paused = PausedAfter(a, "SELECT part, text FROM inbound_parts")
         results: dict[str, InboundResult] = {}
 
         def file(name: str, conn: Any, n: int, text: str) -> None:
@@ -62,7 +43,7 @@ def test_two_parts_filed_at_once_by_two_processes_make_the_message_whole(
 
         first = threading.Thread(target=file, args=("a", paused, 2, "O"))
         first.start()
-        assert paused.read.wait(10)  # A has read parts 1 and 2, not yet written
+        assert paused.reached.wait(10)  # A has read parts 1 and 2, not yet written
         second = threading.Thread(target=file, args=("b", b, 3, "P"))
         second.start()
         second.join(0.5)
