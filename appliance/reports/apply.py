@@ -127,11 +127,12 @@ def _locked(conn: Connection, message: MessageState) -> MessageState:
     its parts before the other wrote them, and the older report could overwrite the
     newer; the second now waits here and reads what the first wrote. SQLite's one
     writer already settles one report at a time."""
-    if not dialect.of(conn).is_postgresql:
+    lock = dialect.of(conn).for_update
+    if not lock:
         return message
     found = conn.execute(
         "SELECT id, ref, state, state_at, finalised_at, provider_msg_id, error"
-        " FROM messages WHERE id = ? FOR UPDATE", (message.id,)).fetchone()
+        f" FROM messages WHERE id = ?{lock}", (message.id,)).fetchone()
     return _message_state(found)
 
 

@@ -715,7 +715,11 @@ def resolve_message(conn: Connection, message_id: int, action: str, actor: str,
     """
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r}")
-    row: Any = conn.execute("SELECT state FROM messages WHERE id = ?", (message_id,)).fetchone()
+    # Locked, and read as the last unit left it: a report settled at another process
+    # meanwhile either came first (then the message is no longer UNCERTAIN) or waits.
+    lock = dialect.of(conn).for_update
+    row: Any = conn.execute(f"SELECT state FROM messages WHERE id = ?{lock}",
+                            (message_id,)).fetchone()
     state = "MISSING" if row is None else str(row[0])
     if state != "UNCERTAIN":
         raise NotUncertain(state)
@@ -750,12 +754,18 @@ def resolve_message(conn: Connection, message_id: int, action: str, actor: str,
 def resolve_campaign(conn: Connection, campaign_id: int, action: str, actor: str,
                      now_ms: int) -> int:
     """The same decision for every ``UNCERTAIN`` message of a campaign (a write unit);
-    returns how many were resolved."""
+    returns how many were resolved. One that a report settled at another process since
+    it was found is no longer uncertain: it is left as the report made it."""
     ids = [int(r[0]) for r in conn.execute(
         "SELECT id FROM messages WHERE campaign_id = ? AND state = 'UNCERTAIN'", (campaign_id,))]
+    resolved = 0
     for message_id in ids:
-        resolve_message(conn, message_id, action, actor, now_ms)
-    return len(ids)
+        try:
+            resolve_message(conn, message_id, action, actor, now_ms)
+        except NotUncertain:
+            continue
+        resolved += 1
+    return resolved
 
 
 @dataclass(frozen=True)

@@ -305,6 +305,15 @@ class Dialect:
         (PostgreSQL); on SQLite the one writer already serialises every claim."""
         return " FOR UPDATE SKIP LOCKED" if self.name == "postgresql" else ""
 
+    @property
+    def for_update(self) -> str:
+        """Appended to a unit's ``SELECT`` of a message (or any row it is about to
+        judge and write): on PostgreSQL the row is locked to the unit's commit, and the
+        unit reads it as the last process to commit left it. A unit that writes a
+        message and its parts locks the message first, so two such units never deadlock.
+        On SQLite the one writer already runs one unit at a time."""
+        return " FOR UPDATE" if self.name == "postgresql" else ""
+
     def indexed_by(self, index: str) -> str:
         """Put after a table name in ``FROM``: the index SQLite must read it by. Without
         statistics (``ANALYZE`` is never run) SQLite may pick a wider index that holds

@@ -1,18 +1,22 @@
 """Two reports for one message settled at once by two processes (DLR-5 on SCALE-1):
 newer-wins holds as it does with one writer. The older, intermediate report never
 overwrites the final one, in the part or the message, whichever process commits last.
-And the cut-off, running in one process while another settles a report of the same
-message, takes the same locks in the same order: neither deadlocks."""
+And the cut-off, or an operator's decision on an UNCERTAIN message, beside a report of
+the same message being settled at another process takes the same locks in the same
+order: neither deadlocks, and each judges the message as the report left it."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+from appliance.imports.import_job import ensure_list
 from appliance.reports.apply import settle
 from appliance.reports.cutoff import cut_off
 from appliance.reports.inbox import InboxReport, file_report
 from appliance.reports.states import Verdict
+from appliance.sending.campaigns import NewCampaign, create_campaign
+from appliance.sending.messages import RESEND, NotUncertain, resolve_campaign, resolve_message
 from appliance.store import pg_schema
 from appliance.store.pg import PgConnection
 from tests.store.pg.paused import PausedAfter
@@ -107,6 +111,93 @@ def test_the_cut_off_beside_a_report_being_settled_waits_and_finds_it_final(
         assert outcome == {"verdict": Verdict.APPLY, "cut": 0}, outcome
         message = a.execute("SELECT state FROM messages").fetchone()
         assert tuple(message) == ("DELIVERED",)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_an_operators_decision_beside_a_report_being_settled_sees_the_report(
+        pg_url: str) -> None:
+    a, b = PgConnection.connect(pg_url), PgConnection.connect(pg_url)
+    try:
+        submitted_message(a)
+        a.execute("UPDATE messages SET state = 'UNCERTAIN'")
+        a.execute("UPDATE message_parts SET state = 'UNCERTAIN'")
+        delivered = report(a, "delivered", "DELIVERED", 2000)
+        paused = PausedAfter(a, "SELECT part, provider_msg_id, state")
+        outcome: dict[str, Any] = {}
+
+        def settling() -> None:
+            paused.execute("BEGIN")
+            outcome["verdict"] = settle(paused, delivered, 10)
+            paused.execute("COMMIT")
+
+        def resending() -> None:
+            b.execute("BEGIN")
+            try:
+                outcome["state"] = resolve_message(b, 1, RESEND, "alice", 20)
+                b.execute("COMMIT")
+            except Exception as exc:
+                outcome["error"] = exc
+                b.execute("ROLLBACK")
+
+        first = threading.Thread(target=settling)
+        first.start()
+        assert paused.reached.wait(10)
+        second = threading.Thread(target=resending)
+        second.start()
+        second.join(0.3)
+        assert second.is_alive(), "the decision waits for the message's lock"
+        paused.go.set()
+        first.join(10)
+        second.join(10)
+        assert outcome["verdict"] is Verdict.APPLY
+        # The provider had it after all: nothing to decide, nothing resent, no action
+        # recorded that did not happen.
+        assert isinstance(outcome.get("error"), NotUncertain), outcome
+        assert tuple(a.execute("SELECT state FROM messages").fetchone()) == ("DELIVERED",)
+        assert tuple(a.execute("SELECT state FROM message_parts").fetchone()) == ("DELIVERED",)
+        assert a.execute("SELECT count(*) FROM message_actions").fetchone()[0] == 0
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_campaigns_decision_leaves_out_a_message_a_report_settled_meanwhile(
+        pg_url: str) -> None:
+    a, b = PgConnection.connect(pg_url), PgConnection.connect(pg_url)
+    try:
+        submitted_message(a)
+        ensure_list(a, 1, "people", 0)
+        create_campaign(a, NewCampaign(1, "people", "sim", "hi", "key-1"), 0)
+        a.execute("INSERT INTO messages (ref, account_id, provider, msisdn, body, state,"
+                  " next_attempt_at, created_at, updated_at) VALUES"
+                  " ('ref-2', 1, 'sim', '+905321000002', 'hi', 'UNCERTAIN', 0, 0, 0)")
+        a.execute("UPDATE messages SET state = 'UNCERTAIN', campaign_id = 1")
+        a.execute("UPDATE message_parts SET state = 'UNCERTAIN'")
+        delivered = report(a, "delivered", "DELIVERED", 2000)
+        # A has found the campaign's two uncertain messages; then B settles one's report.
+        paused = PausedAfter(a, "SELECT id FROM messages WHERE campaign_id")
+        outcome: dict[str, Any] = {}
+
+        def deciding() -> None:
+            paused.execute("BEGIN")
+            outcome["resolved"] = resolve_campaign(paused, 1, RESEND, "alice", 20)
+            paused.execute("COMMIT")
+
+        first = threading.Thread(target=deciding)
+        first.start()
+        assert paused.reached.wait(10)
+        b.execute("BEGIN")
+        assert settle(b, delivered, 10) is Verdict.APPLY
+        b.execute("COMMIT")
+        paused.go.set()
+        first.join(10)
+        assert outcome == {"resolved": 1}
+        states = a.execute("SELECT ref, state FROM messages ORDER BY ref").fetchall()
+        assert [tuple(r) for r in states] == [("ref-1", "DELIVERED"), ("ref-2", "RETRY")]
+        actions = a.execute("SELECT message_id, action FROM message_actions").fetchall()
+        assert [tuple(r) for r in actions] == [(2, "resend")]
     finally:
         a.close()
         b.close()
