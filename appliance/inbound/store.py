@@ -40,6 +40,7 @@ from appliance.optout import suppressions
 from appliance.optout.keywords import Keywords
 from appliance.providers.base import InboundMessage
 from appliance.reports.inbox import RawCallback
+from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS
 
@@ -194,8 +195,9 @@ def _file_part(conn: Connection, rules: InboundRules, provider: str, msisdn: str
     # processes filing two of its parts at once on PostgreSQL would each read only its
     # own and the earlier ones, and the message would never be whole (its STOP missed).
     # The second now waits here, then reads the first's part.
-    conn.execute("UPDATE inbound_messages SET parts_received = parts_received WHERE id = ?",
-                 (inbound_id,))
+    lock = dialect.of(conn).for_update
+    if lock:
+        conn.execute(f"SELECT id FROM inbound_messages WHERE id = ?{lock}", (inbound_id,))
     conn.execute(
         "INSERT INTO inbound_parts (inbound_id, part, text, provider_msg_id)"
         " VALUES (?, ?, ?, ?) ON CONFLICT (inbound_id, part) DO NOTHING",
