@@ -31,6 +31,7 @@ from appliance.reports.states import FINAL_STATES
 from appliance.sending.personalise import Template, as_written, parse
 from appliance.sending.segments import Segmentation, segment
 from appliance.sending.windows import SendWindow, window_of
+from appliance.store import dialect
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
 from appliance.store.singleton import one_at_a_time
@@ -441,6 +442,13 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
 # -- steering (OPS-2) ----------------------------------------------------------------
 
 def _owned(conn: Connection, campaign_id: int, account_id: int) -> Campaign:
+    """The campaign a steering unit is about, locked to the unit's end on PostgreSQL and
+    read as the last unit left it: a pause and a cancel sent to two processes at once
+    are taken one after the other, and the second judges the first's outcome (a
+    cancelled campaign is never paused back into life)."""
+    lock = dialect.of(conn).for_update
+    if lock:
+        conn.execute(f"SELECT id FROM campaigns WHERE id = ?{lock}", (campaign_id,))
     found = get_campaign(conn, campaign_id, account_id)
     if found is None:
         raise NoSuchCampaign("no such campaign")

@@ -1,9 +1,15 @@
-"""Two reports for one message settled at once by two processes (DLR-5 on SCALE-1):
-newer-wins holds as it does with one writer. The older, intermediate report never
-overwrites the final one, in the part or the message, whichever process commits last.
-And the cut-off, or an operator's decision on an UNCERTAIN message, beside a report of
-the same message being settled at another process takes the same locks in the same
-order: neither deadlocks, and each judges the message as the report left it."""
+"""Units that judge a row and then write it, run at once by two processes on one
+PostgreSQL database (SCALE-1): each locks the row it judges first (the dialect's
+``for_update``), so the second waits and judges what the first left, as with SQLite's
+one writer.
+
+* Two reports of one message: newer-wins holds; the older intermediate report never
+  overwrites the final one, in the part or the message.
+* The cut-off, or an operator's decision on an UNCERTAIN message, beside a report being
+  settled: the same locks in the same order (the message, then its parts), so neither
+  deadlocks, and each judges the message as the report left it.
+* A pause beside a cancel: a cancelled campaign is never paused back into life.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,13 @@ from appliance.reports.apply import settle
 from appliance.reports.cutoff import cut_off
 from appliance.reports.inbox import InboxReport, file_report
 from appliance.reports.states import Verdict
-from appliance.sending.campaigns import NewCampaign, create_campaign
+from appliance.sending.campaigns import (
+    NewCampaign,
+    NotAllowed,
+    cancel_campaign,
+    create_campaign,
+    pause_campaign,
+)
 from appliance.sending.messages import RESEND, NotUncertain, resolve_campaign, resolve_message
 from appliance.store import pg_schema
 from appliance.store.pg import PgConnection
@@ -198,6 +210,41 @@ def test_a_campaigns_decision_leaves_out_a_message_a_report_settled_meanwhile(
         assert [tuple(r) for r in states] == [("ref-1", "DELIVERED"), ("ref-2", "RETRY")]
         actions = a.execute("SELECT message_id, action FROM message_actions").fetchall()
         assert [tuple(r) for r in actions] == [(2, "resend")]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_pause_sent_beside_a_cancel_never_brings_the_campaign_back(pg_url: str) -> None:
+    a, b = PgConnection.connect(pg_url), PgConnection.connect(pg_url)
+    try:
+        submitted_message(a)
+        ensure_list(a, 1, "people", 0)
+        create_campaign(a, NewCampaign(1, "people", "sim", "hi", "key-1"), 0)
+        a.execute("INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn,"
+                  " body, state, next_attempt_at, created_at, updated_at) VALUES"
+                  " ('ref-2', 1, 1, 'sim', '+905321000002', 'hi', 'QUEUED', 0, 0, 0)")
+        a.execute("BEGIN")
+        cancel_campaign(a, 1, 1, 10)  # A cancels and holds its unit open
+        outcome: dict[str, Any] = {}
+
+        def pausing() -> None:
+            b.execute("BEGIN")
+            try:
+                outcome["state"] = pause_campaign(b, 1, 1, 11).state
+                b.execute("COMMIT")
+            except NotAllowed as exc:
+                outcome["refused"] = str(exc)
+                b.execute("ROLLBACK")
+
+        thread = threading.Thread(target=pausing)
+        thread.start()
+        thread.join(0.3)
+        assert thread.is_alive(), "the pause waits for the cancel's unit"
+        a.execute("COMMIT")
+        thread.join(10)
+        assert outcome == {"refused": "the campaign is cancelled"}, outcome
+        assert tuple(a.execute("SELECT state FROM campaigns").fetchone()) == ("CANCELLED",)
     finally:
         a.close()
         b.close()
