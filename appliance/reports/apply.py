@@ -92,48 +92,37 @@ def _text(value: Any) -> str | None:
 
 def find_message(conn: Connection, row: Waiting) -> MessageState | None:
     """The message a report is about, if it is in the database yet (MSG-6: only among
-    the messages sent through the provider that sent the report)."""
+    the messages sent through the provider that sent the report).
+
+    On PostgreSQL its row is locked to the end of the unit and read as it is once the
+    lock is ours: two processes settling reports of one message at once would each
+    read its parts before the other wrote them, and the older report could overwrite
+    the newer; the second now waits here and reads what the first wrote. SQLite's one
+    writer already settles one report at a time.
+    """
+    lock = dialect.of(conn).for_update
     select = ("SELECT id, ref, state, state_at, finalised_at, provider_msg_id, error"
               " FROM messages")
     found = None
     if row.ref:
-        found = conn.execute(select + " WHERE ref = ? AND provider = ?",
+        found = conn.execute(select + " WHERE ref = ? AND provider = ?" + lock,
                              (row.ref, row.provider)).fetchone()
     elif row.provider_msg_id:
         mapped = conn.execute(
             "SELECT ref FROM provider_ids WHERE provider = ? AND provider_msg_id = ?",
             (row.provider, row.provider_msg_id)).fetchone()
         if mapped is not None:
-            found = conn.execute(select + " WHERE ref = ? AND provider = ?",
+            found = conn.execute(select + " WHERE ref = ? AND provider = ?" + lock,
                                  (mapped[0], row.provider)).fetchone()
         else:
             found = conn.execute(
-                select + " WHERE provider = ? AND provider_msg_id = ?",
+                select + " WHERE provider = ? AND provider_msg_id = ?" + lock,
                 (row.provider, row.provider_msg_id)).fetchone()
     if found is None:
         return None
-    return _message_state(found)
-
-
-def _message_state(found: Any) -> MessageState:
     return MessageState(int(found[0]), str(found[1]), str(found[2]), int(found[3]),
                         None if found[4] is None else int(found[4]), _text(found[5]),
                         _text(found[6]))
-
-
-def _locked(conn: Connection, message: MessageState) -> MessageState:
-    """On PostgreSQL, the message's row locked to the end of the unit, as it is once the
-    lock is ours. Two processes settling reports of one message at once would each read
-    its parts before the other wrote them, and the older report could overwrite the
-    newer; the second now waits here and reads what the first wrote. SQLite's one
-    writer already settles one report at a time."""
-    lock = dialect.of(conn).for_update
-    if not lock:
-        return message
-    found = conn.execute(
-        "SELECT id, ref, state, state_at, finalised_at, provider_msg_id, error"
-        f" FROM messages WHERE id = ?{lock}", (message.id,)).fetchone()
-    return _message_state(found)
 
 
 def read_parts(conn: Connection, message: MessageState) -> list[PartState]:
@@ -196,8 +185,6 @@ _UPDATE_PART = (
 def settle(conn: Connection, row: Waiting, now_ms: int) -> Verdict:
     """Apply ``row`` to its message's parts, keep it as history, or leave it waiting."""
     message = find_message(conn, row)
-    if message is not None:
-        message = _locked(conn, message)
     if message is None or message.state in NOT_YET_SENT:
         defer(conn, row, now_ms)
         return Verdict.WAIT
