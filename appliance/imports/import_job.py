@@ -212,9 +212,6 @@ def create_job(conn: Connection, new: NewJob, now_ms: int) -> tuple[ImportJob, b
     same key with anything else raises :class:`IdempotencyConflict`.
     """
     digest = new.payload_sha256
-    # With several processes, the same key sent to two at once: the second waits for the
-    # first's unit here, then finds its job (as a retry after it would).
-    one_at_a_time(conn, f"idempotency:import_jobs:{new.account_id}:{new.idempotency_key}")
     same = _same_submission(conn, new.account_id, new.idempotency_key, digest,
                             new.list_name, new.region)
     if same is not None:
@@ -255,7 +252,12 @@ def create_job(conn: Connection, new: NewJob, now_ms: int) -> tuple[ImportJob, b
 def _same_submission(conn: Connection, account_id: int, key: str, digest: str,
                      list_name: str, region: str) -> ImportJob | None:
     """The job already made under ``key``, if it is this very submission; a key used
-    for another submission raises :class:`IdempotencyConflict`."""
+    for another submission raises :class:`IdempotencyConflict`.
+
+    With several processes, the same key sent to two at once: the second waits here
+    for the first's unit (to its commit), then finds its job, as a retry after it would.
+    """
+    one_at_a_time(conn, f"idempotency:import_jobs:{account_id}:{key}")
     found = conn.execute(
         "SELECT j.id, j.payload_sha256, l.name, j.region FROM import_jobs j"
         " JOIN lists l ON l.id = j.list_id WHERE j.account_id = ? AND j.idempotency_key = ?",
