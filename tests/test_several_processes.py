@@ -12,15 +12,19 @@ event still reaches the receiver, in order per message.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from appliance.sending.segments import segment
 from tests.harness import Server, create_account, db_rows, wait_for
 from tests.imports.corpus import make_corpus, make_numbers
 from tests.sending.support import SimulatorProcess
+from tests.smpp.appliance_rig import PROVIDER, Smsc, key_of, metric, smpp_config, taken_segments
+from tests.smpp.appliance_rig import campaign as smpp_campaign
 from tests.webhooks.support import Receiver, webhook_config
 from tests.webhooks.test_delivery import check_received
 
@@ -219,3 +223,65 @@ def test_two_processes_each_killed_in_turn_deliver_every_status_event_signed_in_
     check_received(receiver.all(), stored)
     repeats = len(receiver.taken()) - len(stored)
     assert repeats <= 2 * 4, f"{repeats} events POSTed twice: more than two kills had in flight"
+
+
+SMPP_CAMPAIGN = 300
+
+
+@pytest.mark.slow
+def test_two_processes_bound_to_one_smsc_send_once_and_file_every_receipt(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An SMPP provider with two processes: each binds its own session to the SMSC,
+    which sends each receipt down a session it picks at random, so about half of them
+    reach a process that did not submit the segment (filed in the shared inbox and
+    matched from there), some before the submitter recorded the segment's id. Every
+    segment is taken once, every part ends as the SMSC reported it, nothing waits."""
+    monkeypatch.setenv("APPLIANCE_DATABASE_URL", pg_url)
+    smsc = Smsc(tmp_path, "--seed", "5", "--delay-min-ms", "0", "--delay-max-ms", "30",
+                "--early-reports", "0.3", "--duplicate-rate", "0.2",
+                "--intermediate-rate", "0.2", "--reorder-rate", "0.1",
+                "--smpp-ids", "hex-text-decimal")
+    smsc.start()
+    dirs = [tmp_path / "a" / "data", tmp_path / "b" / "data"]
+    for d in dirs:
+        d.mkdir(parents=True)
+    servers = [Server(d, smpp_config(tmp_path / f"{n}.toml", smsc.smpp_port, rate_per_s=200))
+               for n, d in zip("ab", dirs, strict=True)]
+    try:
+        for s in servers:
+            s.start()
+        key = create_account(dirs[0])
+        body = "Değerli müşterimiz, kampanyamız başladı: tüm ürünlerde %20 indirim! " * 2
+        to = [f"+90{5_330_000_000 + i}" for i in range(SMPP_CAMPAIGN)]
+        with servers[0].client(key) as api:
+            campaign_id = smpp_campaign(api, "smpp-two", to, body)
+
+            def settled() -> bool:
+                done = db_rows(dirs[0], "SELECT count(*) FROM messages WHERE state IN"
+                               " ('DELIVERED', 'FAILED', 'EXPIRED', 'REJECTED')")[0][0]
+                waiting = db_rows(dirs[0], "SELECT count(*) FROM report_inbox"
+                                  " WHERE applied_at IS NULL")[0][0]
+                return bool(done == SMPP_CAMPAIGN and waiting == 0)
+
+            wait_for(settled, 90, interval=0.25, message="every message final, nothing waiting")
+            shown = api.get(f"/api/campaigns/{campaign_id}").json()
+        # Receipts reached both processes, whichever sent the segment.
+        for s in servers:
+            assert metric(s, "appliance_smpp_deliver_sm_total", provider=PROVIDER,
+                          result="receipt") > 0
+        stats = smsc.smpp()
+        taken = taken_segments(stats)
+        parts_of = segment(body).count
+        assert Counter(s.times_taken for s in taken) == Counter({1: SMPP_CAMPAIGN * parts_of})
+        rows = db_rows(dirs[0], "SELECT m.msisdn, p.part, p.provider_msg_id, p.state"
+                       " FROM messages m JOIN message_parts p ON p.message_id = m.id")
+        by_segment = {(t.msisdn, t.part): t for t in taken}
+        assert len(rows) == SMPP_CAMPAIGN * parts_of
+        for msisdn, part, provider_msg_id, state in rows:
+            t = by_segment[(msisdn, part)]
+            assert (provider_msg_id, state) == (key_of(t.smsc_id), t.final_state)
+        assert shown["coverage_pct"] == 100.0 and shown["uncertain"] == 0, shown
+    finally:
+        for s in servers:
+            s.stop()
+        smsc.stop()
