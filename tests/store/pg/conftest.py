@@ -29,3 +29,19 @@ def pg_store(pg_url: str) -> Iterator[PgStore]:
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def two(pg_url: str) -> Iterator[tuple[PgConnection, PgConnection]]:
+    """Two connections to one database with the schema and an account, as two
+    processes have them."""
+    from appliance.store import pg_schema
+
+    a, b = PgConnection.connect(pg_url), PgConnection.connect(pg_url)
+    try:
+        pg_schema.migrate(a)
+        a.execute("INSERT INTO accounts (name, created_at) VALUES ('acme', 0)")
+        yield a, b
+    finally:
+        a.close()
+        b.close()

@@ -4,6 +4,7 @@ can have another process's unit run in that gap."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from appliance.store.pg import PgConnection
@@ -28,3 +29,41 @@ class PausedAfter:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.conn, name)
+
+
+class UnitThread:
+    """A write unit run in a thread of its own, as another process runs it: ``BEGIN``,
+    ``unit(conn)``, ``COMMIT``, or ``ROLLBACK`` when it raises. :attr:`value` or
+    :attr:`error` says what came of it once it is over."""
+
+    def __init__(self, conn: Any, unit: Callable[[Any], Any]) -> None:
+        self.conn = conn
+        self.unit = unit
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        self.conn.execute("BEGIN")
+        try:
+            self.value = self.unit(self.conn)
+        except Exception as exc:  # what the route would have answered, or a deadlock
+            self.error = exc
+            self.conn.execute("ROLLBACK")
+        else:
+            self.conn.execute("COMMIT")
+
+    def start(self) -> UnitThread:
+        self.thread.start()
+        return self
+
+    def waits(self, for_s: float = 0.3) -> bool:
+        """Whether the unit is still running ``for_s`` after this is asked: it waits
+        for a lock another unit holds."""
+        self.thread.join(for_s)
+        return self.thread.is_alive()
+
+    def finish(self, within_s: float = 10) -> UnitThread:
+        self.thread.join(within_s)
+        assert not self.thread.is_alive(), "the unit did not finish"
+        return self
