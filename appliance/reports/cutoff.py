@@ -53,7 +53,9 @@ def cut_off(conn: Connection, ids: list[int], now_ms: int) -> int:
     marks = ",".join("?" * len(ids))
     # On PostgreSQL the messages are locked first, in id order, as a report's settling
     # locks its message before its parts: the same order, so the two never deadlock.
-    lock = " ORDER BY id" + dialect.of(conn).for_update if dialect.of(conn).is_postgresql else ""
+    lock = dialect.of(conn).for_update
+    if lock:
+        lock = " ORDER BY id" + lock
     still: list[Any] = conn.execute(
         f"SELECT id, state, finalised_at FROM messages{dialect.of(conn).by_rowid}"
         f" WHERE id IN ({marks})"
