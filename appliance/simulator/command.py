@@ -24,7 +24,8 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Its password (anything else: ESME_RINVPASWD).")
 @click.option("--smpp-ids", type=click.Choice(ID_STYLES), default=SmscBehaviour.ids,
               show_default=True,
-              help="Message ids: hex, decimal, or hex answered and decimal in receipt texts.")
+              help="Message ids: hex, decimal, hex answered and decimal in receipt texts, or"
+              " hex counted up from 10000000 (the first ten show no letter).")
 @click.option("--smpp-no-tlvs", is_flag=True,
               help="Receipts carry only the text (no receipted_message_id/message_state).")
 @click.option("--smpp-fail-segment-rate", type=_RATE, default=0.0,
@@ -38,6 +39,8 @@ _RATE = click.FloatRange(0.0, 1.0)
               " was on its way (0: never).")
 @click.option("--smpp-resp-delay-ms", type=click.IntRange(0), default=0,
               help="Answer every submit_sm this late (fills the ESME's window).")
+@click.option("--smpp-repeat-delay-ms", type=click.IntRange(0), default=0,
+              help="A duplicated receipt comes this much after the first one.")
 @click.option("--smpp-redeliver-ms", type=click.IntRange(1), default=SmscBehaviour.redeliver_ms,
               show_default=True,
               help="A receipt not answered ESME_ROK is delivered again this much later.")
@@ -92,6 +95,7 @@ def simulator_command(host: str, port: int, smpp_port: int | None, **knobs: Any)
             unanswered_rate=smpp["smpp_unanswered_rate"],
             drop_every=smpp["smpp_drop_every"], resp_delay_ms=smpp["smpp_resp_delay_ms"],
             redeliver_ms=smpp["smpp_redeliver_ms"],
+            repeat_delay_ms=smpp["smpp_repeat_delay_ms"],
             seconds_in_dates=smpp["smpp_seconds_in_dates"],
             delivered_rate=behaviour.delivered_rate,
             expired_share=behaviour.expired_share, delay_min_ms=behaviour.delay_min_ms,

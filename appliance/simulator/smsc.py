@@ -53,6 +53,7 @@ log = logging.getLogger("appliance.simulator.smsc")
 SegmentKey = tuple[str, bytes]  # (destination_addr, short_message)
 STATE_VALUES = {"ENROUTE": 1, "DELIVRD": 2, "EXPIRED": 3, "DELETED": 4, "UNDELIV": 5,
                 "ACCEPTD": 6, "UNKNOWN": 7, "REJECTD": 8}
+HEX_COUNTING_FROM = 0x10000000  # ids = "hex-counting": 10000000, ..., 10000009, 1000000A
 DELIVER_TIMEOUT_S = 10.0
 DRAIN_IDLE_S = 0.05  # a dropping session reads on until the ESME has been quiet this long
 
@@ -220,6 +221,7 @@ class SmscSimulator:
         self._tasks: set[asyncio.Task[None]] = set()
         self._ids: set[str] = set()
         self._counter = self._rng.randrange(10**9, 2 * 10**9)
+        self._issued = 0  # ids handed out (hex-counting counts from HEX_COUNTING_FROM)
         self._message_fate: dict[tuple[str, int, int], tuple[str, int]] = {}
         self._receiver_ready = asyncio.Event()
         self._stopping = False
@@ -282,8 +284,11 @@ class SmscSimulator:
             if b.ids == "decimal":
                 self._counter += self._rng.randrange(1, 50)
                 mid = str(self._counter)
+            elif b.ids == "hex-counting":
+                mid = f"{HEX_COUNTING_FROM + self._issued:08X}"
             else:
                 mid = f"{self._rng.getrandbits(32):08X}"
+            self._issued += 1
             if mid not in self._ids:
                 self._ids.add(mid)
                 break
@@ -393,7 +398,8 @@ class SmscSimulator:
                 self.stats.receipts_written[mid] += 1
                 self._spawn(self._follow(r, fut))
             else:
-                self._spawn(self._push(r, 0.0 if early else delay + i * 0.005))
+                repeat = b.repeat_delay_ms / 1000 if i else 0.0
+                self._spawn(self._push(r, repeat if early else delay + i * 0.005 + repeat))
         return mid
 
     # -- deliver_sm ----------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ID_STYLES = ("hex", "decimal", "hex-text-decimal")
+ID_STYLES = ("hex", "decimal", "hex-text-decimal", "hex-counting")
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class SmscBehaviour:
     silent_rate: float = 0.0  # never send a receipt (1 = receipts off)
     early_receipts: float = 0.0  # the receipt is written before the submit_sm_resp
     duplicate_rate: float = 0.0  # the final receipt twice
+    repeat_delay_ms: int = 0  # a receipt's later words (its duplicate) come this much later
     intermediate_rate: float = 0.0  # an ENROUTE receipt before the final one
     reorder_rate: float = 0.0  # the final receipt first, an ENROUTE one after it
     throttle_rate: float = 0.0  # answer throttle_status (not taken)
@@ -29,7 +30,9 @@ class SmscBehaviour:
     fail_segment_rate: float = 0.0  # of concatenated messages: last segment UNDELIV
     unanswered_rate: float = 0.0  # taken, never answered (the receipt still comes)
     drop_every: int = 0  # close the session after every Nth submit_sm (taken, unanswered)
-    ids: str = "hex"  # hex | decimal | hex-text-decimal (hex answered, decimal in the text)
+    # hex | decimal | hex-text-decimal (hex answered, decimal in the text) | hex-counting
+    # (hex counted up from 10000000: the first ten ids show no letter)
+    ids: str = "hex"
     receipt_tlvs: bool = True  # receipted_message_id and message_state besides the text
     seconds_in_dates: bool = False  # 12-digit dates (else 10: minute resolution)
     resp_delay_ms: int = 0  # answer every submit_sm this late (fills the ESME's window)
@@ -48,6 +51,8 @@ class SmscBehaviour:
             raise ValueError("need 0 <= delay_min_ms <= delay_max_ms")
         if self.ids not in ID_STYLES:
             raise ValueError(f"ids must be one of {', '.join(ID_STYLES)}")
-        if self.drop_every < 0 or self.resp_delay_ms < 0 or self.redeliver_ms < 1:
-            raise ValueError("drop_every and resp_delay_ms >= 0, redeliver_ms >= 1")
+        if (self.drop_every < 0 or self.resp_delay_ms < 0 or self.repeat_delay_ms < 0
+                or self.redeliver_ms < 1):
+            raise ValueError("drop_every, resp_delay_ms and repeat_delay_ms >= 0,"
+                             " redeliver_ms >= 1")
         return self

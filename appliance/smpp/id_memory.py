@@ -9,7 +9,10 @@ session reads its first id, and ``auto`` starts warm after a restart.
 On a provider's first session, the ids ``auto`` read as decimal before the SMSC showed
 a letter were read wrongly; :func:`rekey` re-files what was stored under those keys
 (the id -> part mapping, the part's id, receipts waiting in the inbox) under the right
-ones and applies what then matches. It is a no-op for keys already changed, so the
+ones and applies what then matches. A receipt filed under the old key whose twin (the
+same status and date, a duplicate read after the switch) is filed under the new one
+already is the same fact: the two rows become one, and the repeat is counted on it
+(:func:`refile_reports`). It is a no-op for keys already changed, so the
 session's loop runs it again for a while, for outcomes and receipts still on their way
 to the database when the evidence changed.
 """
@@ -22,7 +25,6 @@ from typing import Any
 from appliance.reports.apply import apply_waiting_for_refs
 from appliance.smpp.ids import IdEvidence
 from appliance.store.connection import Connection
-from appliance.store.errors import INTEGRITY_ERRORS
 
 
 def state_key(provider: str) -> str:
@@ -80,17 +82,49 @@ def rekey(conn: Connection, provider: str, pairs: list[tuple[str, str]],
                          " AND provider = ? AND provider_msg_id = ?", (new, ref, provider, old))
             refs.append(ref)
             changed += 1
-        waiting = [int(r[0]) for r in conn.execute(
-            "SELECT id FROM report_inbox WHERE provider = ? AND ref = '' AND"
-            " provider_msg_id = ? AND applied_at IS NULL", (provider, old))]
-        for row_id in waiting:
-            try:
-                conn.execute("UPDATE report_inbox SET provider_msg_id = ? WHERE id = ?",
-                             (new, row_id))
-            except INTEGRITY_ERRORS:
-                continue  # the same receipt is filed under the new key already
-            changed += 1
+        changed += refile_reports(conn, provider, old, new)
     if changed:
         apply_waiting_for_refs(conn, refs, now_ms, [(provider, new) for _, new in pairs],
                                provider=provider)
     return changed
+
+
+# Which of two rows of the same fact is kept: the one applied, else the one kept as
+# history, else either (the one already under the new key).
+_RANK = {"APPLIED": 2, "STALE": 1}
+
+
+def refile_reports(conn: Connection, provider: str, old: str, new: str) -> int:
+    """File every receipt stored under ``old`` under ``new`` (part of a write unit);
+    returns how many rows moved or merged.
+
+    A row whose twin is under ``new`` already (a duplicate read after the switch) is not
+    left behind, as it was when the inbox's unique key refused the move: the two are one
+    fact, so one row is kept (:data:`_RANK`), the other deleted, and the kept row's
+    ``repeats`` counts the other and its repeats. Nothing waits under a key no receipt
+    will ever be looked up by.
+    """
+    moved = 0
+    rows: list[Any] = conn.execute(
+        "SELECT id, status, reported_at, repeats, outcome FROM report_inbox"
+        " WHERE provider = ? AND ref = '' AND provider_msg_id = ?", (provider, old)).fetchall()
+    for row_id, status, reported_at, repeats, outcome in rows:
+        twin: Any = conn.execute(
+            "SELECT id, repeats, outcome FROM report_inbox WHERE provider = ? AND ref = ''"
+            " AND provider_msg_id = ? AND status = ? AND reported_at = ?",
+            (provider, new, status, reported_at)).fetchone()
+        moved += 1
+        if twin is None:
+            conn.execute("UPDATE report_inbox SET provider_msg_id = ? WHERE id = ?",
+                         (new, row_id))
+            continue
+        total = int(repeats) + int(twin[1]) + 1
+        if _RANK.get(str(outcome), 0) > _RANK.get(str(twin[2]), 0):
+            conn.execute("DELETE FROM report_inbox WHERE id = ?", (int(twin[0]),))
+            conn.execute("UPDATE report_inbox SET provider_msg_id = ?, repeats = ?"
+                         " WHERE id = ?", (new, total, row_id))
+        else:
+            conn.execute("DELETE FROM report_inbox WHERE id = ?", (row_id,))
+            conn.execute("UPDATE report_inbox SET repeats = ? WHERE id = ?",
+                         (total, int(twin[0])))
+    return moved

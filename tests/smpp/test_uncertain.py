@@ -209,6 +209,36 @@ def test_ids_read_as_decimal_before_the_smsc_showed_hex_are_refiled(store: Store
     assert store.writer.call(lambda c: rekey(c, P, pairs, NOW)) == 0  # done once
 
 
+def test_a_receipt_refiled_onto_its_duplicate_merges_with_it(store: Store) -> None:
+    # The first session: "10000001" read as decimal before the SMSC showed a letter;
+    # its early receipt waits under that reading, its answer and its duplicate come
+    # after the switch and are filed under the hexadecimal value (applied there).
+    reader = IdReader("auto")
+    d_early = read_deliver(P, pdu.deliver_sm(
+        1, source_addr=TO.removeprefix("+"), destination_addr="ACME", esm_class=0x04,
+        short_message=b"id:10000001 sub:001 dlvrd:001 submit date:2701011200"
+                      b" done date:2701011201 stat:DELIVRD err:000 text:",
+        tlvs=(pdu.Tlv(pdu.TLV_RECEIPTED_MESSAGE_ID, b"10000001\x00"),)), reader, NOW)
+    assert d_early.receipt is not None and d_early.receipt.key == "10000001"
+    queue(store, "r6")
+    [m] = claim(store)
+    assert file(store, d_early) == "waiting"
+    assert reader.submit_key("1000000A") == "268435466"  # the switch
+    record(store, m, PartOutcome(1, SubmitResult.ACCEPTED, reader.submit_key("10000001")))
+    assert file(store, receipt("10000001", tlv=True)) == "applied"  # the duplicate, as hex
+    pairs = reader.corrections()
+    assert ("10000001", "268435457") in pairs
+    assert store.writer.call(lambda c: rekey(c, P, pairs, NOW)) == 1
+    rows = store.readers.call(lambda c: c.execute(
+        "SELECT provider_msg_id, outcome, repeats FROM report_inbox").fetchall())
+    assert rows == [("268435457", "APPLIED", 1)]  # one fact, its repeat counted
+    assert part_state(store, "r6", 1) == ("268435457", "DELIVERED")
+    assert store.writer.call(lambda c: rekey(c, P, pairs, NOW)) == 0
+    counted = row(store, "SELECT n FROM row_counts WHERE name = 'report_inbox'"
+                         " AND key = 'WAITING'")
+    assert counted in (None, (0,))
+
+
 def test_what_auto_learnt_is_kept(store: Store) -> None:
     assert store.readers.call(lambda c: load_evidence(c, P)) == IdEvidence()
     store.writer.call(lambda c: save_evidence(c, P, IdEvidence(submit_hex=True), NOW))
