@@ -183,9 +183,10 @@ CREATE TABLE messages (
     submitted_at      INTEGER,
     finalised_at      INTEGER,  -- our clock, when a final state was reached
     -- MSG-1: how the body travels, from our segmentation at acceptance.
-    encoding          TEXT    NOT NULL DEFAULT 'GSM-7',  -- GSM-7 or UCS-2
+    encoding          TEXT    NOT NULL DEFAULT 'GSM-7',  -- GSM-7, GSM-7 Turkish or UCS-2
     parts             INTEGER NOT NULL DEFAULT 1,  -- SMS parts the body is billed as
     ucs2_because      TEXT,  -- the first character that forced UCS-2, or NULL
+    ucs2_parts        INTEGER,  -- ENC-1: parts the body would take in UCS-2; NULL: made before
     priority          INTEGER NOT NULL DEFAULT 0,  -- OPS-1: 0 high (single messages), 1 normal (campaigns)
     claimed_at        INTEGER,  -- OPS-6: reserved by the sender (still QUEUED/RETRY, nothing sent); NULL otherwise
     counted_state     TEXT,  -- the state message_counts counts it under; NULL: not yet

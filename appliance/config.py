@@ -18,6 +18,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from appliance.message_text.language import problems as language_problems
+from appliance.message_text.language import turkish_to
+
 PROVIDER_KINDS = ("simulator", "http", "vonage", "twilio", "infobip", "smpp")
 # A concatenated SMS numbers its parts in one octet.
 MAX_PARTS_LIMIT = 255
@@ -134,7 +137,19 @@ class ProviderSettings:
     secret: str = ""
     dedupes_on_ref: bool = False
     max_parts: int = 10  # longest text accepted, in SMS parts (MSG-1)
+    # ENC-1: "turkish" sends the Turkish shift tables to these destinations.
+    national_language: str = ""
+    national_language_prefixes: tuple[str, ...] = ("+90",)
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def turkish_prefixes(self) -> tuple[str, ...]:
+        """The destinations that get the Turkish tables (empty: none)."""
+        return self.national_language_prefixes if self.national_language == "turkish" else ()
+
+    def turkish_to(self, msisdn: str) -> bool:
+        """May a text to ``msisdn`` go with the Turkish tables through this provider?"""
+        return turkish_to(self.national_language, self.national_language_prefixes, msisdn)
 
 
 @dataclass(frozen=True)
@@ -287,7 +302,11 @@ def _provider(name: str, table: Any) -> ProviderSettings:
     known = {f.name for f in fields(ProviderSettings)}
     options = {k: v for k, v in table.items() if k not in known}
     base = ProviderSettings(name=name, kind="simulator", options=options)
-    return _apply(base, {k: v for k, v in table.items() if k in known}, where)  # type: ignore[no-any-return]
+    out: ProviderSettings = _apply(base, {k: v for k, v in table.items() if k in known}, where)
+    wrong = language_problems(out.kind, out.national_language, out.national_language_prefixes)
+    if wrong:
+        raise ConfigError("; ".join(f"{where}{w}" for w in wrong))
+    return out
 
 
 def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str) -> Settings:

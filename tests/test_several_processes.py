@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from appliance.sending.segments import segment
+from appliance.message_text.segments import segment
 from tests.harness import Server, create_account, db_rows, wait_for
 from tests.imports.corpus import make_corpus, make_numbers
 from tests.sending.support import SimulatorProcess

@@ -26,7 +26,8 @@ from .base import Provider
 
 KIND = "smpp"
 # ProviderSettings fields that mean something for an SMPP provider.
-SHARED = frozenset({"name", "kind", "rate_per_s", "max_parts", "options"})
+SHARED = frozenset({"name", "kind", "rate_per_s", "max_parts", "options", "national_language",
+                    "national_language_prefixes"})
 INSTEAD = {"sender": "source_addr", "concurrency": "window"}
 
 

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import httpx
 
-from appliance.sending.segments import is_gsm7
+from appliance.message_text.segments import is_gsm7
 
 from .base import (
     UNKNOWN_WORD_STATE,

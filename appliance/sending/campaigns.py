@@ -22,14 +22,14 @@ it; a cancel makes every message not yet sent ``CANCELLED`` and stops the expans
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.suppressions import SUPPRESSED, suppressed_count
 from appliance.reports.states import FINAL_STATES
 from appliance.sending.personalise import Template, as_written, parse
-from appliance.sending.segments import Segmentation, segment
 from appliance.sending.windows import SendWindow, window_of
 from appliance.store import dialect
 from appliance.store.changes import executemany_changes
@@ -151,11 +151,15 @@ class DryRun:
     personalised: bool
     contacts: int = 0
     last_contact_id: int = 0
+    ucs2_parts: int = 0  # what the same messages would take in UCS-2 (ENC-1)
+    turkish_messages: int = 0  # messages that go as GSM-7 Turkish
 
     @property
     def encoding(self) -> str:
-        """UCS-2 when any message travels as UCS-2."""
-        return "UCS-2" if self.ucs2_messages else "GSM-7"
+        """UCS-2 when any message travels as UCS-2, else GSM-7 Turkish when any does."""
+        if self.ucs2_messages:
+            return "UCS-2"
+        return "GSM-7 Turkish" if self.turkish_messages else "GSM-7"
 
     @property
     def segmentation(self) -> Segmentation:
@@ -176,14 +180,24 @@ def _better(seg: Segmentation, than: Segmentation | None) -> bool:
     return than is None or (seg.count, seg.units) > (than.count, than.units)
 
 
+def turkish_sql(prefixes: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """A SQL truth value over ``c.msisdn``: the number takes the Turkish tables."""
+    if not prefixes:
+        return "0", ()
+    return ("(" + " OR ".join("c.msisdn LIKE ?" for _ in prefixes) + ")",
+            tuple(p + "%" for p in prefixes))
+
+
 def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
-            body: str, template: Template | None = None) -> DryRun:
+            body: str, template: Template | None = None,
+            turkish_prefixes: Sequence[str] = ()) -> DryRun:
     """Count what a campaign to ``list_name`` would send (a read unit; writes nothing).
 
     ``messages`` are the contacts that would be sent to, ``suppressed`` those on the
     account's suppression list (their messages would be created ``CANCELLED``), and
     ``parts`` the SMS parts of the texts as each contact would get it. A personalised
     body is rendered once per distinct name (the text depends on nothing else).
+    ``turkish_prefixes``: the numbers the provider sends the Turkish tables to (ENC-1).
     """
     template = template or parse(body)
     list_id = _list_id(conn, account_id, list_name)
@@ -193,29 +207,35 @@ def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
     contacts, last_id = int(row[0]), int(row[1])
     suppressed = suppressed_count(conn, account_id, list_id)
     static = segment(template.render(None))
-    if not template.personalised:
+    if not template.personalised and not turkish_prefixes:
         sent = contacts - suppressed
         return DryRun(list_name, provider, sent, sent * static.count, suppressed, static,
                       template.render(None), sent if static.encoding == "UCS-2" else 0,
-                      static.ucs2_because, False, contacts, last_id)
+                      static.ucs2_because, False, contacts, last_id, sent * static.ucs2_parts)
+    name_sql = "c.name" if template.personalised else "NULL"
+    turkish, args = turkish_sql(turkish_prefixes)
     groups: list[Any] = conn.execute(
-        "SELECT c.name, count(*) FROM contacts c WHERE c.list_id = ? AND NOT EXISTS"
-        " (SELECT 1 FROM suppressions s WHERE s.account_id = ? AND s.msisdn = c.msisdn)"
-        " GROUP BY c.name", (list_id, account_id)).fetchall()
-    messages = parts = ucs2 = 0
+        f"SELECT {name_sql}, {turkish}, count(*) FROM contacts c WHERE c.list_id = ?"
+        " AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = ?"
+        " AND s.msisdn = c.msisdn) GROUP BY 1, 2", (*args, list_id, account_id)).fetchall()
+    messages = parts = ucs2 = ucs2_parts = in_turkish = 0
     longest: Segmentation | None = None
     longest_text = template.render(None)
     because: str | None = None  # from the largest group of UCS-2 messages
     because_count = 0
-    seen: dict[str, Segmentation] = {}
-    for name, count in groups:
+    seen: dict[tuple[str, bool], Segmentation] = {}
+    for name, to_turkey, count in groups:
         text = template.render(None if name is None else str(name))
-        seg = seen.get(text)
+        key = (text, bool(to_turkey))
+        seg = seen.get(key)
         if seg is None:
-            seg = seen[text] = segment(text)
+            seg = seen[key] = segment(text, key[1])
         n = int(count)
         messages += n
         parts += n * seg.count
+        ucs2_parts += n * seg.ucs2_parts
+        if seg.encoding == "GSM-7 Turkish":
+            in_turkish += n
         if seg.encoding == "UCS-2":
             ucs2 += n
             if n > because_count:
@@ -223,7 +243,8 @@ def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
         if _better(seg, longest):
             longest, longest_text = seg, text
     return DryRun(list_name, provider, messages, parts, suppressed, longest or static,
-                  longest_text, ucs2, because, True, contacts, last_id)
+                  longest_text, ucs2, because, template.personalised, contacts, last_id,
+                  ucs2_parts, in_turkish)
 
 
 @dataclass
@@ -234,6 +255,16 @@ class Progress:
     parts: int = 0  # SMS parts of its messages (not cancelled); the plan until all exist
     max_parts: int = 0  # the most parts any of its messages has
     now_ms: int = 0
+    encodings: dict[str, int] = field(default_factory=dict)  # messages (not cancelled)
+    ucs2_parts: int | None = None  # what they would take in UCS-2; None: not known
+
+    @property
+    def encoding(self) -> str:
+        """UCS-2 when any message goes as UCS-2, else GSM-7 Turkish when any does."""
+        for name in ("UCS-2", "GSM-7 Turkish"):
+            if self.encodings.get(name):
+                return name
+        return "GSM-7" if self.encodings else self.campaign.segmentation.encoding
 
     @property
     def created(self) -> int:
@@ -346,10 +377,24 @@ def get_campaign(conn: Connection, campaign_id: int,
 
 def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> Progress:
     """Counts, parts and the state shown, from one pass over the campaign's index."""
-    rows: list[Any] = conn.execute(
-        "SELECT state, COUNT(*), SUM(parts), MAX(parts) FROM messages WHERE campaign_id = ?"
-        " GROUP BY state", (campaign.id,),
+    by_encoding: list[Any] = conn.execute(
+        "SELECT state, COUNT(*), SUM(parts), MAX(parts), encoding, SUM(ucs2_parts),"
+        " COUNT(ucs2_parts) FROM messages WHERE campaign_id = ? GROUP BY state, encoding",
+        (campaign.id,),
     ).fetchall()
+    merged: dict[str, list[int]] = {}
+    encodings: dict[str, int] = {}
+    ucs2_parts, ucs2_known = 0, True
+    for r in by_encoding:
+        m = merged.setdefault(str(r[0]), [0, 0, 0])
+        m[0] += int(r[1])
+        m[1] += int(r[2] or 0)
+        m[2] = max(m[2], int(r[3] or 0))
+        if r[0] != "CANCELLED":
+            encodings[str(r[4])] = encodings.get(str(r[4]), 0) + int(r[1])
+            ucs2_parts += int(r[5] or 0)
+            ucs2_known = ucs2_known and int(r[6]) == int(r[1])
+    rows: list[Any] = [(state, *m) for state, m in merged.items()]
     suppressed: Any = conn.execute(
         "SELECT count(*) FROM messages WHERE campaign_id = ? AND state = 'CANCELLED'"
         " AND error = ?", (campaign.id, SUPPRESSED)).fetchone()
@@ -357,8 +402,10 @@ def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> 
     if not campaign.expanded and campaign.state != CANCELLED:
         parts = max(parts, campaign.parts)  # not all created yet: the dry run's count
     most = max((int(r[3] or 0) for r in rows), default=0)
+    if not campaign.expanded and campaign.state != CANCELLED:
+        ucs2_parts = max(ucs2_parts, campaign.total * campaign.segmentation.ucs2_parts)
     return Progress(campaign, {str(r[0]): int(r[1]) for r in rows}, int(suppressed[0]),
-                    parts, most, now_ms)
+                    parts, most, now_ms, encodings, ucs2_parts if ucs2_known else None)
 
 
 def list_campaigns(conn: Connection, account_id: int, limit: int = 100,
@@ -386,7 +433,8 @@ def next_to_expand(conn: Connection) -> Campaign | None:
 
 
 def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str],
-                 now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0) -> int:
+                 now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0,
+                 turkish_prefixes: Sequence[str] = ()) -> int:
     """Create the messages for the next ``chunk`` contacts (a write unit).
 
     Returns how many messages were created. The position moves only if it is still
@@ -414,13 +462,14 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
         return 0
     template = campaign.template
     due = max(now_ms, campaign.send_at or 0)
-    segs: dict[str, Segmentation] = {}
+    segs: dict[tuple[str, bool], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
     for _cid, msisdn, name, suppressed in contacts:
         text = template.render(None if name is None else str(name))
-        seg = segs.get(text)
+        key = (text, any(str(msisdn).startswith(p) for p in turkish_prefixes))
+        seg = segs.get(key)
         if seg is None:
-            seg = segs[text] = segment(text)
+            seg = segs[key] = segment(*key)
         # A suppressed contact's message is created CANCELLED (never sent), so the
         # campaign's counts add up to its total (OPS-4).
         state, error = ("CANCELLED", SUPPRESSED) if suppressed else ("QUEUED", None)
@@ -430,12 +479,12 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
         rows.append((new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
                      text, state, error, due, now_ms, now_ms,
                      now_ms if state != "QUEUED" else None, seg.encoding, seg.count,
-                     seg.ucs2_because, PRIORITY_NORMAL))
+                     seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts))
     return executemany_changes(
         conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
         " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
-        " encoding, parts, ucs2_because, priority)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " encoding, parts, ucs2_because, priority, ucs2_parts)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (campaign_id, msisdn) DO NOTHING", rows)
 
 

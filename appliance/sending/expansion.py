@@ -32,8 +32,10 @@ class CampaignExpander:
         now = self.appliance.now_ms()
         provider = self.appliance.settings.providers.get(campaign.provider)
         max_parts = provider.max_parts if provider is not None else 0
+        prefixes = provider.turkish_prefixes if provider is not None else ()
         created = await store.writer.run(
-            lambda c: expand_chunk(c, campaign, lambda: new_ref(now), now, max_parts=max_parts))
+            lambda c: expand_chunk(c, campaign, lambda: new_ref(now), now, max_parts=max_parts,
+                                   turkish_prefixes=prefixes))
         self.created += created
         self.appliance.scheduler.wake("sender")
         return 0

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.suppressions import IS_SUPPRESSED_SQL, SUPPRESSED
 from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.reports.aggregate import message_state
@@ -42,7 +43,6 @@ from appliance.sending.campaigns import (
     release_claimed_sql,
     sendable_campaigns,
 )
-from appliance.sending.segments import Segmentation, segment
 from appliance.sending.windows import SendWindow
 from appliance.store import dialect
 from appliance.store.changes import executemany_changes
@@ -79,6 +79,7 @@ class NewMessage:
     body: str
     idempotency_key: str | None = None
     priority: int = PRIORITY_HIGH
+    turkish: bool = False  # the provider sends the Turkish tables to this number (ENC-1)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Accepted:
     encoding: str = "GSM-7"
     parts: int = 1
     ucs2_because: str | None = None
+    ucs2_parts: int | None = None
 
 
 @dataclass(frozen=True)
@@ -146,8 +148,8 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
         # The same key at two processes at once: the second waits for the first's unit.
         one_at_a_time(conn, f"idempotency:messages:{new.account_id}:{new.idempotency_key}")
         row = conn.execute(
-            "SELECT ref, state, msisdn, body, provider, encoding, parts, ucs2_because"
-            " FROM messages WHERE account_id = ? AND idempotency_key = ?",
+            "SELECT ref, state, msisdn, body, provider, encoding, parts, ucs2_because,"
+            " ucs2_parts FROM messages WHERE account_id = ? AND idempotency_key = ?",
             (new.account_id, new.idempotency_key),
         ).fetchone()
         if row is not None:
@@ -157,16 +159,20 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
                     "use a new key for a new message"
                 )
             return Accepted(str(row[0]), str(row[1]), False, str(row[5]), int(row[6]),
-                            None if row[7] is None else str(row[7]))
-    seg = seg or segment(new.body)
+                            None if row[7] is None else str(row[7]),
+                            None if row[8] is None else int(row[8]))
+    seg = seg or segment(new.body, new.turkish)
     conn.execute(
         "INSERT INTO messages (ref, account_id, provider, msisdn, body, idempotency_key,"
         " state, attempts, next_attempt_at, created_at, updated_at, encoding, parts,"
-        " ucs2_because, priority) VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?)",
+        " ucs2_because, priority, ucs2_parts)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?)",
         (ref, new.account_id, new.provider, new.msisdn, new.body, new.idempotency_key,
-         now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because, new.priority),
+         now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because, new.priority,
+         seg.ucs2_parts),
     )
-    return Accepted(ref, "QUEUED", True, seg.encoding, seg.count, seg.ucs2_because)
+    return Accepted(ref, "QUEUED", True, seg.encoding, seg.count, seg.ucs2_because,
+                    seg.ucs2_parts)
 
 
 def _chunks(values: list[int]) -> Iterable[list[int]]:
@@ -791,7 +797,7 @@ def message_actions(conn: Connection, message_id: int) -> list[Action]:
 MESSAGE_COLUMNS = (
     "id, ref, account_id, campaign_id, provider, msisdn, body, state, state_at, attempts,"
     " next_attempt_at, provider_msg_id, error, created_at, updated_at, submitted_at,"
-    " finalised_at, encoding, parts, ucs2_because, priority"
+    " finalised_at, encoding, parts, ucs2_because, priority, ucs2_parts"
 )
 
 
@@ -818,6 +824,7 @@ class Message:
     parts: int = 1
     ucs2_because: str | None = None
     priority: int = PRIORITY_HIGH
+    ucs2_parts: int | None = None  # what UCS-2 would have taken; None: made before ENC-1
 
 
 @dataclass(frozen=True)

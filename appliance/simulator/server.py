@@ -2,7 +2,7 @@
 
 Submissions are form posts with ``api_key``, ``api_secret``, ``from``, ``to``, ``text``,
 ``client-ref``, ``callback`` and ``status-report-req``. The text is split into SMS parts
-as the network splits it (:func:`appliance.sending.segments.segment`) and the answer is
+as the network splits it (:func:`appliance.message_text.segments.segment`) and the answer is
 Vonage's ``{"message-count": "N", "messages": [...]}`` with one entry per part, each
 ``"status": "0"`` and its own ``message-id``. Each part gets its own receipt (its
 ``messageId``, the message's ``client-ref``) at the submission's ``callback`` URL,
@@ -51,9 +51,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from appliance.message_text.segments import segment
 from appliance.outgoing_http import async_client
 from appliance.providers.vonage import vonage_signature
-from appliance.sending.segments import segment
 from appliance.simulator.behaviour import Behaviour
 from appliance.simulator.smsc import SmscSimulator
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from appliance.sending.segments import gsm7_text
+from appliance.message_text.segments import gsm7_text
 from appliance.smpp.encoding import ESM_CLASS_UDHI
 from appliance.smpp.ids import IdReader
 from appliance.smpp.pdu import (

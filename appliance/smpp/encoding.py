@@ -1,13 +1,13 @@
 """Part texts as ``short_message`` bytes: GSM-7 or UCS-2, with a concatenation UDH.
 
 The text is split by the appliance's one segmentation
-(:func:`appliance.sending.segments.segment`: the same encoding and parts the API showed
+(:func:`appliance.message_text.segments.segment`: the same encoding and parts the API showed
 and the message row counts); :func:`encode_parts` only turns those part texts into
 octets, it never splits.
 
 - GSM-7 (``data_coding`` 0, the SMSC default alphabet) is written unpacked: one septet
   per octet, a character of the extension table as ``0x1B`` and its code
-  (:func:`appliance.sending.segments.gsm7_septets`).
+  (:func:`appliance.message_text.segments.gsm7_septets`).
 - UCS-2 (``data_coding`` 8) is UTF-16 big-endian (a character outside the BMP takes
   two code units, as handsets expect).
 - A message of more than one part carries the 8-bit-reference concatenation UDH
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from appliance.sending.segments import Encoding, gsm7_septets, ucs2_bytes
+from appliance.message_text.segments import Encoding, gsm7_septets, ucs2_bytes
 
 Alphabet = Encoding
 

@@ -5,7 +5,7 @@ HTTP kinds' connection pool. It owns the provider's :class:`SmppSession` (window
 rate, reconnects) and, per message:
 
 1. splits the body with the appliance's one segmentation
-   (:func:`appliance.sending.segments.segment`: the encoding and the parts the API
+   (:func:`appliance.message_text.segments.segment`: the encoding and the parts the API
    showed and the message row counts);
 2. encodes each part not in ``skip_parts`` (GSM-7 ``data_coding`` 0 or UCS-2 8; with a
    concatenation UDH carrying the part's number in the whole message when there are
@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
+from appliance.message_text.segments import segment
 from appliance.providers.base import (
     Outcome,
     OutgoingMessage,
@@ -48,7 +49,6 @@ from appliance.providers.base import (
     Transport,
     short,
 )
-from appliance.sending.segments import segment
 from appliance.smpp.addresses import destination
 from appliance.smpp.deliver import Deliver
 from appliance.smpp.encoding import encode_part

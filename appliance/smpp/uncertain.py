@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.inbound.store import sender_number
+from appliance.message_text.segments import segment
 from appliance.reports.aggregate import message_state
 from appliance.reports.apply import apply_waiting_for_refs
-from appliance.sending.segments import segment
 from appliance.smpp.encoding import payload
 from appliance.smpp.pdu import TLV_MESSAGE_PAYLOAD, PduError, read_short_message
 from appliance.smpp.receipt import parse_text

@@ -16,7 +16,7 @@ import apsw
 
 from appliance.store import dialect
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -27,7 +27,7 @@ def _message_parts(conn: apsw.Connection) -> None:
     part row carrying its provider id and state: before version 2 the appliance knew one
     id per message, so that is the part its reports were matched to.
     """
-    from appliance.sending.segments import segment
+    from appliance.message_text.segments import segment
 
     conn.execute(
         "ALTER TABLE messages ADD COLUMN encoding TEXT NOT NULL DEFAULT 'GSM-7';"
@@ -430,6 +430,16 @@ CREATE TRIGGER inbound_messages_counted_delete AFTER DELETE ON inbound_messages 
 END;
 """
 
+def add_ucs2_parts(conn: apsw.Connection) -> None:
+    """Version 12 (ENC-1): what UCS-2 would have taken, beside the parts a message takes.
+
+    NULL for the messages made before: their text was never weighed against UCS-2 for
+    the provider it went through, and a figure made up now would not be the one shown
+    when they were sent.
+    """
+    conn.execute("ALTER TABLE messages ADD COLUMN ucs2_parts INTEGER")
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
@@ -442,6 +452,7 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     9: add_lease_owners,
     10: add_import_windows,
     11: add_sign_in_guard,
+    12: add_ucs2_parts,
 }
 
 

@@ -22,6 +22,7 @@ from appliance.clock import iso
 from appliance.config import ProviderSettings
 from appliance.imports.accept import MAX_LIST_NAME
 from appliance.imports.normalise import Invalid, normalise_msisdn
+from appliance.message_text.segments import Unsendable, check_sendable
 from appliance.ops.storage import below_reserve
 from appliance.optout.suppressions import Suppressed, refuse_if_suppressed
 from appliance.reports.states import FINAL_STATES
@@ -30,7 +31,6 @@ from appliance.sending import messages as msgs
 from appliance.sending.personalise import TemplateError
 from appliance.sending.personalise import parse as parse_template
 from appliance.sending.refs import looks_like_ref, new_ref
-from appliance.sending.segments import Unsendable, check_sendable
 from appliance.sending.windows import BadWindow, SendWindow
 from appliance.service import Appliance
 from appliance.store.connection import Connection
@@ -69,14 +69,16 @@ async def _json_object(request: Request) -> dict[str, Any]:
     return parse_json_object(body)
 
 
-def check_body(appliance: Appliance, value: Any, provider: str | None = None) -> str:
+def check_body(appliance: Appliance, value: Any, provider: str | None = None,
+               msisdn: str = "") -> str:
     """A message body as sent (API or console form); :class:`ApiError` 422 otherwise.
 
     The body must also be sendable through ``provider`` (a configured provider's name;
     the default limits for ``None``): encodable as SMS (no lone surrogate) and no more
     parts than the provider's ``max_parts``. That refusal is ``422 unsendable_body``
     with the ``reason`` (``lone_surrogate`` or ``too_many_parts``) and, for too many
-    parts, the ``limit`` and the ``parts`` the body would need.
+    parts, the ``limit`` and the ``parts`` the body would need. Parts are counted as the
+    provider sends to ``msisdn`` (with the Turkish tables where it uses them, ENC-1).
     """
     limit = appliance.settings.sending.max_body_chars
     if not isinstance(value, str) or not value.strip():
@@ -90,7 +92,10 @@ def check_body(appliance: Appliance, value: Any, provider: str | None = None) ->
     settings = appliance.settings.providers.get(provider or "")
     max_parts = settings.max_parts if settings is not None else MAX_PARTS_DEFAULT
     try:
-        check_sendable(value, max_parts)
+        # No number yet (a campaign's template): as the provider sends to its own country.
+        turkish = settings is not None and (settings.turkish_to(msisdn) if msisdn
+                                            else settings.national_language == "turkish")
+        check_sendable(value, max_parts, turkish)
     except Unsendable as exc:
         extra: dict[str, Any] = {"reason": exc.reason}
         text = f"'body' cannot be sent: {exc}"
@@ -222,6 +227,7 @@ def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None
         "encoding": m.encoding,
         "parts": m.parts,
         "ucs2_because": m.ucs2_because,
+        "ucs2_parts": m.ucs2_parts,
         "campaign_id": m.campaign_id,
         "priority": camp.PRIORITY_NAMES.get(m.priority, "normal"),
         "attempts": m.attempts,
@@ -267,10 +273,11 @@ async def send_message(request: Request) -> Response:
     new = msgs.NewMessage(
         account_id=account.id,
         msisdn=msisdn,
-        body=check_body(appliance, data.get("body"), provider),
+        body=check_body(appliance, data.get("body"), provider, msisdn),
         provider=provider,
         idempotency_key=key,
         priority=check_priority(data.get("priority")),
+        turkish=appliance.settings.provider(provider).turkish_to(msisdn),
     )
     now = appliance.now_ms()
     ref = new_ref(now)
@@ -287,6 +294,7 @@ async def send_message(request: Request) -> Response:
                          "priority": camp.PRIORITY_NAMES[new.priority],
                          "encoding": accepted.encoding, "parts": accepted.parts,
                          "ucs2_because": accepted.ucs2_because,
+                         "ucs2_parts": accepted.ucs2_parts,
                          "poll": f"/api/messages/{accepted.ref}"}, status_code=202)
 
 
@@ -394,7 +402,8 @@ def campaign_json(p: camp.Progress, per_s: float = 0.0) -> dict[str, Any]:
         "total": c.total,
         "parts": p.parts,  # the SMS parts of its messages, cancelled ones left out
         "parts_per_message": p.max_parts or seg.count,
-        "encoding": seg.encoding,
+        "encoding": p.encoding,
+        "ucs2_parts": p.ucs2_parts,
         "ucs2_because": seg.ucs2_because,
         "cancelled": p.cancelled,
         "uncertain": p.uncertain,
@@ -481,9 +490,11 @@ async def plan_campaign(appliance: Appliance, account_id: int, list_name: str, p
                         body: str) -> camp.DryRun:
     """The dry run: what the campaign would send, after personalisation (422 for an
     unknown list)."""
+    prefixes = appliance.settings.provider(provider).turkish_prefixes
     try:
         return await appliance.store.readers.run(
-            lambda c: camp.dry_run(c, account_id, list_name, provider, body))
+            lambda c: camp.dry_run(c, account_id, list_name, provider, body,
+                                   turkish_prefixes=prefixes))
     except camp.NoSuchList as exc:
         raise ApiError(422, "unknown_list", str(exc)) from None
 
@@ -498,11 +509,13 @@ def dry_run_json(d: camp.DryRun) -> dict[str, Any]:
         "parts": d.parts,
         "parts_per_message": longest.count,
         "encoding": d.encoding,
+        "ucs2_parts": d.ucs2_parts,
         "ucs2_because": d.ucs2_because,
         "ucs2_messages": d.ucs2_messages,
         "suppressed": d.suppressed,
         "personalised": d.personalised,
         "longest": {"parts": longest.count, "encoding": longest.encoding,
+                    "ucs2_parts": longest.ucs2_parts,
                     "ucs2_because": longest.ucs2_because, "characters": len(d.longest_text),
                     "text": d.longest_text},
     }

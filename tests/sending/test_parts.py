@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from appliance.message_text.segments import segment
 from appliance.providers.http_json import body_signature
-from appliance.sending.segments import segment
 from tests.harness import FileClock, Server, create_account, wait_for
 from tests.sending.support import SimulatorProcess, message, provider_config, send, wait_state
 from tests.web.console_support import create_user, sign_in

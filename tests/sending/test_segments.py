@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from appliance.sending.segments import (
+from appliance.message_text.segments import (
     GSM7_BASIC,
     GSM7_EXTENSION,
     Segmentation,

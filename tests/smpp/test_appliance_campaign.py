@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from appliance.sending.segments import segment
+from appliance.message_text.segments import segment
 from tests.harness import Server, create_account, wait_for
 from tests.smpp.appliance_rig import (
     FINAL,

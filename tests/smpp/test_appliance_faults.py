@@ -10,7 +10,7 @@ import apsw
 import httpx
 import pytest
 
-from appliance.sending.segments import segment
+from appliance.message_text.segments import segment
 from appliance.smpp.receipt import state_of
 from appliance.smpp.status import ESME_RX_T_APPN
 from tests.harness import free_port, wait_for

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from appliance.sending.segments import GSM7_BASIC, GSM7_EXTENSION, gsm7_septets, segment
+from appliance.message_text.segments import GSM7_BASIC, GSM7_EXTENSION, gsm7_septets, segment
 from appliance.smpp.deliver import gsm7_text, split_udh
 from appliance.smpp.encoding import encode_part, encode_parts
 

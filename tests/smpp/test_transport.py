@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from appliance.config import ConfigError, ProviderSettings, load_settings
+from appliance.message_text.segments import segment
 from appliance.providers.base import OutgoingMessage, SubmitResult
 from appliance.providers.registry import Providers
 from appliance.providers.smpp_kind import smpp_settings
-from appliance.sending.segments import segment
 from appliance.simulator.smsc import SmscSimulator
 from appliance.simulator.smsc_behaviour import SmscBehaviour
 from appliance.smpp.deliver import Deliver, split_udh

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from appliance.inbound.store import InboundRules
+from appliance.message_text.segments import segment
 from appliance.optout.keywords import Keywords
 from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.sending.messages import (
@@ -24,7 +25,6 @@ from appliance.sending.messages import (
     mark_sending,
     record_outcomes,
 )
-from appliance.sending.segments import segment
 from appliance.smpp import pdu
 from appliance.smpp.deliver import Deliver, read_deliver
 from appliance.smpp.encoding import payload

@@ -139,7 +139,8 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
         return await _send_page(request, session, exc.status, exc.message, _values(form))
     new = msgs.NewMessage(account_id=session.account_id, msisdn=checked["to"],
                           body=checked["body"], provider=checked["provider"],
-                          idempotency_key=key)
+                          idempotency_key=key, turkish=appliance.settings.provider(
+                              checked["provider"]).turkish_to(checked["to"]))
     now = appliance.now_ms()
     ref = new_ref(now)
     try:
@@ -169,6 +170,7 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
     account_id = session.account_id
 
     body, provider = checked["body"], checked["provider"]
+    prefixes = appliance.settings.provider(provider).turkish_prefixes
 
     def read(c: Connection) -> tuple[dict[str, Any] | None, int, camp.DryRun | None]:
         found = list_summary(c, account_id, name) if name else None
@@ -177,7 +179,8 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
         if found is not None:
             running = sum(1 for j in list_jobs(c, account_id, limit=200)
                           if j.list_id == found["id"] and j.state in ("DRAFT", "RUNNING"))
-            plan = camp.dry_run(c, account_id, name, provider, body)
+            plan = camp.dry_run(c, account_id, name, provider, body,
+                                turkish_prefixes=prefixes)
         return found, running, plan
 
     found, running_imports, plan = await appliance.store.readers.run(read)
@@ -225,7 +228,8 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
     account_id = session.account_id
     try:
         plan = await appliance.store.readers.run(lambda c: camp.dry_run(
-            c, account_id, name, checked["provider"], checked["body"]))
+            c, account_id, name, checked["provider"], checked["body"],
+            turkish_prefixes=appliance.settings.provider(checked["provider"]).turkish_prefixes))
     except camp.NoSuchList as exc:
         return await _send_page(request, session, 422, str(exc), _values(form))
     new = camp.NewCampaign(account_id=account_id, list_name=name,
@@ -250,7 +254,8 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
     except ListChanged as exc:
         summary = {"name": name, "contacts": exc.contacts}
         plan = await appliance.store.readers.run(lambda c: camp.dry_run(
-            c, new.account_id, name, new.provider, new.body))
+            c, new.account_id, name, new.provider, new.body,
+            turkish_prefixes=appliance.settings.provider(new.provider).turkish_prefixes))
         return page(request, "confirm.html", session, status=409, title="Confirm the campaign",
                     list=summary, body=checked["body"], provider=checked["provider"],
                     send_key=key[len(KEY_PREFIX):], running_imports=0, changed_from=expected,

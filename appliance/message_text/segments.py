@@ -1,0 +1,310 @@
+"""Encoding and parts of a message body, as the field counts them (MSG-1, ENC-1).
+
+A body is GSM-7 when every character is in the GSM 03.38 default alphabet or its
+extension table, otherwise UCS-2. For a destination where the provider sends the
+Turkish national language tables (:mod:`.language`), a body outside GSM-7 may still go
+in 7 bits as ``"GSM-7 Turkish"``: the pairing of tables (:mod:`.alphabets`) that gives
+the fewest parts.
+
+A part is 140 octets of user data. A user-data header (UDH) takes room from it: its
+length octet, then each information element, the 8-bit-reference concatenation element
+(5 octets) when there are several parts and the Turkish single shift (IEI ``0x24``) and
+locking shift (IEI ``0x25``) elements (3 octets each) when used (TS 23.040 §9.2.3.24).
+Septets start on a septet boundary after the header (fill bits), so a part holds
+``floor((140 - header) * 8 / 7)`` septets:
+
+==================================  ==========  ===============
+encoding and tables                  one part    each of several
+==================================  ==========  ===============
+GSM-7                                160         153
+GSM-7 Turkish, one shift table       155         149
+GSM-7 Turkish, both shift tables     152         146
+UCS-2 (UTF-16 units)                 70          67
+==================================  ==========  ===============
+
+A character of a shift table costs two septets, the escape ``0x1B`` then its code, and
+the two are never split across parts; a character outside the Basic Multilingual Plane
+(an emoji) costs two UTF-16 units, a surrogate pair, never split either. Parts are
+filled greedily in order, which gives the fewest parts for a text in a given encoding.
+
+**The choice.** Without Turkish: GSM-7 when the text has a place there, else UCS-2 (as
+the field does). With Turkish: among the pairings that can write the text (plain,
+single shift, locking shift, both) the one with the fewest parts, a tie going to the
+fewer information elements (then the single shift); it is taken when it needs no more
+parts than UCS-2 would. **Ties with UCS-2 go to GSM-7 Turkish**: the parts (the bill)
+are the same, and Turkish handsets read the tables. UCS-2 remains for a text with a
+character in neither Turkish table (``₺``, an emoji): ``ucs2_because`` names the first.
+``ucs2_parts`` is what UCS-2 would have taken, whatever was chosen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from appliance.message_text.alphabets import (
+    DEFAULT_EXTENSION,
+    DEFAULT_TABLE,
+    ESCAPE,
+    PLAIN,
+    TURKISH_CHOICES,
+    Tables,
+)
+
+Encoding = Literal["GSM-7", "GSM-7 Turkish", "UCS-2"]
+ENCODINGS: tuple[Encoding, ...] = ("GSM-7", "GSM-7 Turkish", "UCS-2")
+
+OCTETS_PER_PART = 140
+CONCATENATION_IE = 5  # IEI 0x00, length 3, reference, total, sequence
+SHIFT_IE = 3  # IEI 0x24 or 0x25, length 1, the language
+
+GSM7_SINGLE = 160
+GSM7_CONCAT = 153
+UCS2_SINGLE = 70
+UCS2_CONCAT = 67
+
+GSM7_BASIC: frozenset[str] = frozenset(ch for i, ch in enumerate(DEFAULT_TABLE) if i != ESCAPE)
+"""The 127 characters of the default alphabet (one septet each)."""
+GSM7_EXTENSION: frozenset[str] = frozenset(DEFAULT_EXTENSION)
+"""The 10 characters of the extension table (two septets each)."""
+
+
+def septets_per_part(tables: Tables, concatenated: bool) -> int:
+    """Septets one part holds with ``tables``, counting the header and its fill bits."""
+    header = (CONCATENATION_IE if concatenated else 0) + SHIFT_IE * len(tables.header_elements)
+    if header:
+        header += 1  # the header's length octet
+    return (OCTETS_PER_PART - header) * 8 // 7
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """How a text travels: its encoding, its parts, and why it is UCS-2 if it is.
+
+    ``units`` is the whole text's size in the encoding's unit (septets for GSM-7, UTF-16
+    code units for UCS-2). ``"".join(parts)`` is the text; the empty text is one empty
+    part. ``tables`` are the 7-bit tables (``PLAIN`` for GSM-7 and UCS-2);
+    ``ucs2_parts`` the parts the text would take in UCS-2.
+    """
+
+    encoding: Encoding
+    parts: tuple[str, ...]
+    ucs2_because: str | None
+    units: int
+    ucs2_parts: int = 0
+    tables: Tables = PLAIN
+
+    @property
+    def count(self) -> int:
+        """The number of parts (SMS) the text travels as."""
+        return len(self.parts)
+
+
+class Unsendable(ValueError):
+    """A text that cannot go out as SMS.
+
+    ``reason`` is a machine word: ``"empty"``, ``"lone_surrogate"`` or
+    ``"too_many_parts"``. ``limit`` is the maximum that was exceeded (parts), ``parts``
+    how many the text would need, both ``None`` where they do not apply.
+    """
+
+    def __init__(
+        self, reason: str, message: str, *, limit: int | None = None, parts: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.limit = limit
+        self.parts = parts
+
+
+def is_gsm7(text: str) -> bool:
+    """True when every character of ``text`` is in the GSM 7-bit alphabet or extension."""
+    return all(ch in GSM7_BASIC or ch in GSM7_EXTENSION for ch in text)
+
+
+def _is_high(ch: str) -> bool:
+    return "\ud800" <= ch <= "\udbff"
+
+
+def _is_low(ch: str) -> bool:
+    return "\udc00" <= ch <= "\udfff"
+
+
+def _ucs2_atoms(text: str) -> list[tuple[str, int]]:
+    """The text as indivisible UTF-16 pieces with their units."""
+    out: list[tuple[str, int]] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if _is_high(ch) and i + 1 < len(text) and _is_low(text[i + 1]):
+            # Two surrogate code points already split in the str: still one pair.
+            out.append((text[i : i + 2], 2))
+            i += 2
+            continue
+        out.append((ch, 2 if ord(ch) > 0xFFFF else 1))
+        i += 1
+    return out
+
+
+def _count(costs: list[int], single: int, concat: int) -> int:
+    """Parts greedy filling takes for pieces of these costs (without building them)."""
+    if sum(costs) <= single:
+        return 1
+    parts, used = 1, 0
+    for cost in costs:
+        if used + cost > concat:
+            parts, used = parts + 1, 0
+        used += cost
+    return parts
+
+
+def _pack(atoms: list[tuple[str, int]], limit: int) -> tuple[str, ...]:
+    parts: list[str] = []
+    current: list[str] = []
+    used = 0
+    for piece, cost in atoms:
+        if used + cost > limit:
+            parts.append("".join(current))
+            current, used = [], 0
+        current.append(piece)
+        used += cost
+    parts.append("".join(current))
+    return tuple(parts)
+
+
+def _split(text: str, atoms: list[tuple[str, int]], single: int, concat: int
+           ) -> tuple[tuple[str, ...], int]:
+    units = sum(cost for _, cost in atoms)
+    return ((text,) if units <= single else _pack(atoms, concat)), units
+
+
+def _ucs2_count(text: str) -> int:
+    if all(ord(ch) <= 0xFFFF for ch in text):  # no pair to keep whole: plain arithmetic
+        n = len(text)
+        return 1 if n <= UCS2_SINGLE else -(-n // UCS2_CONCAT)
+    return _count([c for _, c in _ucs2_atoms(text)], UCS2_SINGLE, UCS2_CONCAT)
+
+
+def _gsm7(text: str, tables: Tables, encoding: Encoding, ucs2_parts: int) -> Segmentation:
+    atoms = [(ch, tables.cost(ch)) for ch in text]
+    parts, units = _split(text, atoms, septets_per_part(tables, False),
+                          septets_per_part(tables, True))
+    return Segmentation(encoding, parts, None, units, ucs2_parts, tables)
+
+
+def _ucs2(text: str, because: str | None) -> Segmentation:
+    atoms = _ucs2_atoms(text)
+    parts, units = _split(text, atoms, UCS2_SINGLE, UCS2_CONCAT)
+    return Segmentation("UCS-2", parts, because, units, len(parts))
+
+
+def _turkish(text: str) -> Segmentation | None:
+    """The best Turkish pairing for a text outside GSM-7, or ``None`` when UCS-2 is
+    at least as good (it is never better) or the only way."""
+    best: tuple[int, Tables] | None = None
+    for tables in TURKISH_CHOICES[1:]:
+        costs = [tables.cost(ch) for ch in text]
+        if 0 in costs:
+            continue
+        n = _count(costs, septets_per_part(tables, False), septets_per_part(tables, True))
+        if best is None or n < best[0]:
+            best = (n, tables)
+    if best is None:
+        return None
+    ucs2_parts = _ucs2_count(text)
+    if best[0] > ucs2_parts:
+        return None
+    return _gsm7(text, best[1], "GSM-7 Turkish", ucs2_parts)
+
+
+def segment(text: str, turkish: bool = False) -> Segmentation:
+    """The encoding and the parts of ``text`` (total: never raises).
+
+    ``turkish``: the provider sends the Turkish tables to this destination. A lone
+    surrogate is counted as one UCS-2 unit here; :func:`check_sendable` refuses it.
+    """
+    because = next((ch for ch in text if ch not in GSM7_BASIC and ch not in GSM7_EXTENSION),
+                   None)
+    if because is None:
+        plain = _gsm7(text, PLAIN, "GSM-7", 0)
+        if turkish and any(ch == "€" for ch in text):
+            # € is one septet in the Turkish locking table: many of them may save a part.
+            better = _turkish(text)
+            if better is not None and better.count < plain.count:
+                return better
+        n = len(text)  # every GSM-7 character is one UTF-16 unit
+        ucs2_parts = 1 if n <= UCS2_SINGLE else -(-n // UCS2_CONCAT)
+        return Segmentation(plain.encoding, plain.parts, None, plain.units, ucs2_parts, PLAIN)
+    if turkish:
+        chosen = _turkish(text)
+        if chosen is not None:
+            return chosen
+        because = next((ch for ch in text if TURKISH_CHOICES[-1].cost(ch) == 0
+                        and TURKISH_CHOICES[1].cost(ch) == 0), because)
+    return _ucs2(text, because)
+
+
+def segment_as(text: str, encoding: str) -> Segmentation:
+    """The segmentation a message accepted as ``encoding`` is sent with.
+
+    The choice is made at acceptance; this gives the same parts again for the encoding
+    recorded then (a ``"GSM-7 Turkish"`` message keeps its tables even if the provider's
+    configuration changed since).
+    """
+    return segment(text, turkish=encoding == "GSM-7 Turkish")
+
+
+def check_sendable(text: str, max_parts: int, turkish: bool = False) -> Segmentation:
+    """:func:`segment`, or :class:`Unsendable` for a text no provider can carry.
+
+    Refused: the empty text, a lone surrogate (a str decoded from JSON can hold one; it
+    has no UTF-16 form) and a text needing more than ``max_parts`` parts.
+    """
+    if max_parts < 1:
+        raise ValueError(f"max_parts must be at least 1, not {max_parts}")
+    if not text:
+        raise Unsendable("empty", "the message body is empty")
+    for i, ch in enumerate(text):
+        if _is_high(ch) or _is_low(ch):
+            raise Unsendable(
+                "lone_surrogate",
+                f"the message body has a lone surrogate U+{ord(ch):04X} at character {i + 1}",
+            )
+    seg = segment(text, turkish)
+    if seg.count > max_parts:
+        raise Unsendable(
+            "too_many_parts",
+            f"the message body needs {seg.count} {seg.encoding} parts, "
+            f"more than the limit of {max_parts}",
+            limit=max_parts,
+            parts=seg.count,
+        )
+    return seg
+
+
+def gsm7_septets(text: str, tables: Tables = PLAIN) -> bytes:
+    """``text`` as GSM 03.38 septets, one per octet (unpacked; SMPP data_coding 0).
+
+    An escaped character is ``0x1B`` followed by its code. ``ValueError`` for a
+    character outside the tables.
+    """
+    return tables.septets(text)
+
+
+def gsm7_text(septets: bytes, tables: Tables = PLAIN) -> str:
+    """Unpacked GSM 03.38 septets (one per octet) as text: :func:`gsm7_septets` undone."""
+    return tables.text(septets)
+
+
+def ucs2_bytes(text: str) -> bytes:
+    """``text`` as UTF-16 big-endian (SMPP data_coding 8); an emoji is a surrogate pair.
+
+    :class:`Unsendable` (``"lone_surrogate"``) for a lone surrogate.
+    """
+    try:
+        return text.encode("utf-16-be")
+    except UnicodeEncodeError as exc:
+        raise Unsendable(
+            "lone_surrogate",
+            f"the message body has a lone surrogate at character {exc.start + 1}",
+        ) from None
