@@ -68,3 +68,66 @@ def test_secrets_are_masked(tmp_path: Path) -> None:
     assert main["api_key"] == "***"
     assert main["options"] == {"region_hint": "x"}
     assert "s3" not in repr(shown)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("port = '8090'\n", "port: expected int (a whole number), got '8090'"),
+        ("[storage]\nmin_free_bytes = 1e12\n", "[storage] min_free_bytes: expected int"),
+        ("[sending]\nsubmit_timeout_s = nan\n", "submit_timeout_s: must be a finite number"),
+        ("[sending]\nsubmit_timeout_s = inf\n", "submit_timeout_s: must be a finite number"),
+        ("[sending]\nsubmit_timeout_s = 0\n", "submit_timeout_s: must be more than 0"),
+        ("[alerts]\ncoverage_min_pct = 250\n",
+         "[alerts] coverage_min_pct: must be between 0 and 100, got 250"),
+        ("[providers.x]\nkind = 'http'\nrate_per_s = nan\n", "rate_per_s: must be a finite"),
+        ("[providers.x]\nkind = 'http'\nbase_url = 'gopher://gw.example'\n",
+         "[providers.x] base_url: 'gopher://gw.example' is not an http:// or https:// URL"),
+        ("[providers.x]\nkind = 'vonage'\nsender = 12345\n",
+         "[providers.x] sender: expected str"),
+        ("[webhooks]\ntimeout_s = '10'\n", "[webhooks] timeout_s: expected float"),
+        ("log_full_numbers = 1\n", "log_full_numbers: expected bool"),
+        ("[imports]\nmax_rows = 10\n", "[imports]: unknown section; did you mean [import]?"),
+        ("imports = 1\n", "imports: unknown setting; did you mean [import]?"),
+        ("[import]\nmax_rowz = 1\n", "max_rowz: unknown setting; did you mean max_rows?"),
+        ("[providers.x]\nkind = 'vonag'\n", 'is not one of simulator, http, vonage, twilio,'
+         ' infobip, smpp; did you mean "vonage"?'),
+    ],
+)
+def test_file_values_are_typed_strictly(tmp_path: Path, text: str, fragment: str) -> None:
+    """A TOML value must have the setting's type, be finite and lie in its range."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(write(tmp_path, text), env={})
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_environment_values_are_parsed_but_never_non_finite(tmp_path: Path) -> None:
+    s = load_settings(env={"APPLIANCE_PORT": "8090", "APPLIANCE_SENDING_SUBMIT_TIMEOUT_S": "2.5",
+                           "APPLIANCE_LOG_FULL_NUMBERS": "yes",
+                           "APPLIANCE_STORAGE_MIN_FREE_BYTES": "1024"})
+    assert (s.port, s.sending.submit_timeout_s, s.log_full_numbers) == (8090, 2.5, True)
+    assert s.storage.min_free_bytes == 1024
+    for var, value in (("APPLIANCE_SENDING_SUBMIT_TIMEOUT_S", "nan"),
+                       ("APPLIANCE_ALERTS_COVERAGE_MIN_PCT", "inf"),
+                       ("APPLIANCE_ALERTS_COVERAGE_MIN_PCT", "101")):
+        with pytest.raises(ConfigError, match="finite|between 0 and 100"):
+            load_settings(env={var: value})
+
+
+def test_config_check_names_sections_as_the_file_does(tmp_path: Path) -> None:
+    shown = masked(load_settings(write(tmp_path, "[import]\nmax_rows = 10\n"), env={}))
+    assert shown["import"]["max_rows"] == 10
+    assert "imports" not in shown
+
+
+def test_a_session_provider_refuses_non_finite_numbers(tmp_path: Path) -> None:
+    from appliance.providers.registry import check_providers
+
+    cfg = write(tmp_path, "[providers.smsc]\nkind = 'smpp'\nhost = '127.0.0.1'\nport = 2775\n"
+                          "system_id = 'a'\npassword = 'p'\nsource_addr = 'ACME'\n"
+                          "response_timeout_s = nan\nenquire_link_s = inf\n")
+    with pytest.raises(ConfigError) as info:
+        check_providers(load_settings(cfg, env={}))
+    assert "response_timeout_s: expected a finite number" in str(info.value)
+    assert "enquire_link_s: expected a finite number" in str(info.value)

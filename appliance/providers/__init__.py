@@ -6,8 +6,6 @@ it, read the answer, authenticate a callback and read the reports in it. See
 """
 
 from .base import (
-    FINAL_STATES,
-    INTERMEDIATE_STATES,
     AuthError,
     CallbackRequest,
     InboundMessage,
@@ -29,8 +27,6 @@ from .registry import ADAPTERS, Providers, build_adapter, build_provider
 
 __all__ = [
     "ADAPTERS",
-    "FINAL_STATES",
-    "INTERMEDIATE_STATES",
     "AuthError",
     "CallbackRequest",
     "InboundMessage",

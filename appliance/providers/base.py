@@ -56,10 +56,10 @@ import httpx
 
 from appliance.clock import Clock
 from appliance.config import ConfigError, ProviderSettings
-
-FINAL_STATES = frozenset({"DELIVERED", "FAILED", "EXPIRED", "REJECTED"})
-INTERMEDIATE_STATES = frozenset({"ACCEPTED", "ENROUTE"})
-UNKNOWN_WORD_STATE = "ENROUTE"
+from appliance.states import (
+    REPORTED_FINAL_STATES,
+    REPORTED_INTERMEDIATE_STATES,
+)
 
 # Upper bound on what we keep of a provider's error text in an Outcome.
 _ERROR_MAX = 200
@@ -203,14 +203,14 @@ def report(
     error_code: str | None = None,
 ) -> ParsedReport:
     """Build a :class:`ParsedReport`, deriving ``final`` from the mapped state."""
-    if state not in FINAL_STATES and state not in INTERMEDIATE_STATES:
+    if state not in REPORTED_FINAL_STATES and state not in REPORTED_INTERMEDIATE_STATES:
         raise ValueError(f"not a report state: {state!r}")
     return ParsedReport(
         ref=ref or None,
         provider_msg_id=provider_msg_id or None,
         status=status,
         state=state,
-        final=state in FINAL_STATES,
+        final=state in REPORTED_FINAL_STATES,
         reported_at_ms=reported_at_ms,
         error_code=error_code or None,
     )

@@ -22,6 +22,11 @@ Only the transport knows whether bytes went out; the exception type tells it
 * anything once the connection was there (read timeout, the provider hanging up, a
   reset, a broken answer, the overall deadline): the provider may have taken the
   message -> ``UNCERTAIN``.
+
+Before the connection is there no byte of the request can have left, whatever went
+wrong: an error then (a deadline that ends at once, anything unforeseen) is ``RETRY``,
+never "outcome unknown". A submission knows it from aiohttp's connection signals
+(:class:`_Exchange`).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import asyncio
 import ssl
 import urllib.request
 from collections.abc import Mapping
+from typing import Any
 
 import aiohttp
 import certifi
@@ -101,6 +107,38 @@ def classify_transport_error(exc: Exception) -> Outcome:
     return Outcome(SubmitResult.UNCERTAIN, error=f"outcome unknown: {name}")
 
 
+class _Exchange:
+    """One submission's progress: whether it got a connection (only then can a byte of
+    it have left), set by aiohttp's connection signals through ``trace_request_ctx``."""
+
+    __slots__ = ("connected",)
+
+    def __init__(self) -> None:
+        self.connected = False
+
+
+async def _on_connection(session: aiohttp.ClientSession, ctx: Any, params: object) -> None:
+    exchange = ctx.trace_request_ctx
+    if isinstance(exchange, _Exchange):
+        exchange.connected = True
+
+
+def _connection_signals() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(_on_connection)
+    trace.on_connection_reuseconn.append(_on_connection)
+    return trace
+
+
+def outcome_of_error(exc: Exception, connected: bool) -> Outcome:
+    """:func:`classify_transport_error`, except that before a connection was made nothing
+    can have been sent: ``RETRY`` whatever the error."""
+    outcome = classify_transport_error(exc)
+    if outcome.result is SubmitResult.UNCERTAIN and not connected:
+        return Outcome(SubmitResult.RETRY, error=f"not sent: {_name(exc)} before connecting")
+    return outcome
+
+
 class HttpTransport(Transport):
     """Submissions of one HTTP provider over its own pool of keep-alive connections."""
 
@@ -134,6 +172,7 @@ class HttpTransport(Transport):
                 # (_proxy): aiohttp's trust_env would look up it and ~/.netrc in a
                 # thread on every request.
                 trust_env=False,
+                trace_configs=[_connection_signals()],
             )
             self._slots = asyncio.Semaphore(self.concurrency)
         return self._session, self._slots
@@ -175,10 +214,11 @@ class HttpTransport(Transport):
             try:
                 if not paid and self.bucket is not None:
                     await self.bucket.acquire()
+                exchange = _Exchange()
                 try:
-                    response = await self._send(session, request, headers, body)
+                    response = await self._send(session, request, headers, body, exchange)
                 except Exception as exc:
-                    return classify_transport_error(exc)
+                    return outcome_of_error(exc, exchange.connected)
             finally:
                 self.in_flight -= 1
         try:
@@ -187,13 +227,15 @@ class HttpTransport(Transport):
             return Outcome(SubmitResult.UNCERTAIN, error=short(f"unreadable answer: {exc}"))
 
     async def _send(self, session: aiohttp.ClientSession, request: httpx.Request,
-                    headers: list[tuple[str, str]], body: bytes) -> httpx.Response:
+                    headers: list[tuple[str, str]], body: bytes,
+                    exchange: _Exchange) -> httpx.Response:
         # A last bound on the whole exchange (a provider answering a byte at a time);
         # it can only fire once the request is out, so it is UNCERTAIN.
         async with asyncio.timeout(self.timeout_s * 3):
             async with session.request(
                     request.method, str(request.url), headers=headers, data=body or None,
-                    allow_redirects=False, proxy=self._proxy(request.url)) as answer:
+                    allow_redirects=False, proxy=self._proxy(request.url),
+                    trace_request_ctx=exchange) as answer:
                 content = await answer.read()
                 return httpx.Response(answer.status, headers=list(answer.raw_headers),
                                       content=content, request=request)

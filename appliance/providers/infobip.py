@@ -24,8 +24,9 @@ from urllib.parse import quote
 
 import httpx
 
+from appliance.states import UNKNOWN_WORD_STATE
+
 from .base import (
-    UNKNOWN_WORD_STATE,
     AuthError,
     CallbackRequest,
     OptionDefaults,

@@ -32,8 +32,9 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
+from appliance.states import UNKNOWN_WORD_STATE
+
 from .base import (
-    UNKNOWN_WORD_STATE,
     AuthError,
     CallbackRequest,
     OptionDefaults,

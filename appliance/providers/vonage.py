@@ -29,9 +29,9 @@ from typing import ClassVar
 import httpx
 
 from appliance.message_text.segments import is_gsm7
+from appliance.states import UNKNOWN_WORD_STATE
 
 from .base import (
-    UNKNOWN_WORD_STATE,
     AuthError,
     CallbackRequest,
     OptionDefaults,

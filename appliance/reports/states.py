@@ -22,21 +22,20 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-# Final states a provider can report, strongest first for ties.
-REPORTED_FINAL = ("DELIVERED", "FAILED", "EXPIRED", "REJECTED")
-# Intermediate states a provider can report, latest in the lifecycle first.
-REPORTED_INTERMEDIATE = ("ENROUTE", "ACCEPTED")
-# Our cut-off state: final, but weaker than anything the provider says is final.
-CUT_OFF = "UNKNOWN"
-# Final and never sent (a suppressed number, a cancelled campaign): no report applies.
-NEVER_SENT = "CANCELLED"
-FINAL_STATES = frozenset({*REPORTED_FINAL, CUT_OFF, NEVER_SENT})
-# The sender has not recorded the submission yet: reports wait.
-NOT_YET_SENT = frozenset({"QUEUED", "SENDING"})
-# Submitted (or maybe submitted) and nothing heard yet: any report applies.
-AWAITING_REPORT = frozenset({"SUBMITTED", "RETRY", "UNCERTAIN"})
-# Open after submission: what the cut-off closes.
-OPEN_AFTER_SUBMIT = frozenset({"SUBMITTED", "UNCERTAIN", *REPORTED_INTERMEDIATE})
+from appliance.states import (
+    AWAITING_REPORT,
+    CUT_OFF,
+    FINAL_STATES,
+    NEVER_SENT,
+    NOT_YET_SENT,
+    OPEN_AFTER_SUBMIT,
+    REPORTED_FINAL,
+    REPORTED_INTERMEDIATE,
+)
+
+__all__ = ["AWAITING_REPORT", "CUT_OFF", "FINAL_STATES", "NEVER_SENT", "NOT_YET_SENT",
+           "OPEN_AFTER_SUBMIT", "REPORTED_FINAL", "REPORTED_INTERMEDIATE", "Verdict",
+           "decide", "is_final"]
 
 _RANK = {state: rank for rank, state in enumerate(reversed(REPORTED_INTERMEDIATE + REPORTED_FINAL))}
 

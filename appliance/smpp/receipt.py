@@ -23,7 +23,6 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from appliance.providers.base import FINAL_STATES, UNKNOWN_WORD_STATE
 from appliance.smpp.ids import IdReader
 from appliance.smpp.pdu import (
     TLV_MESSAGE_PAYLOAD,
@@ -32,6 +31,7 @@ from appliance.smpp.pdu import (
     TLV_RECEIPTED_MESSAGE_ID,
     ShortMessage,
 )
+from appliance.states import REPORTED_FINAL_STATES, UNKNOWN_WORD_STATE
 
 STAT_STATES = {
     "DELIVRD": "DELIVERED",
@@ -145,7 +145,7 @@ def read_receipt(sm: ShortMessage, ids: IdReader) -> Receipt:
         text_id=text_id,
         status=word,
         state=state,
-        final=state in FINAL_STATES,
+        final=state in REPORTED_FINAL_STATES,
         error_code=err,
         submitted_at_ms=receipt_time_ms(fields.get("submit date")),
         done_at_ms=receipt_time_ms(fields.get("done date")),

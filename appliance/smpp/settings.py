@@ -26,6 +26,7 @@ by ``; `` on one line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -113,8 +114,9 @@ class SmppSettings:
 
         def number(key: str, default: float, lo: float) -> float:
             value = table.get(key, default)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < lo:
-                fail(key, f"expected a number of at least {lo:g}, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < lo \
+                    or not math.isfinite(value):
+                fail(key, f"expected a finite number of at least {lo:g}, got {value!r}")
                 return default
             return float(value)
 

@@ -210,3 +210,30 @@ def test_a_request_lost_on_a_kept_connection_is_never_sent_again_by_the_client()
     assert first.result is SubmitResult.ACCEPTED
     assert second.result is SubmitResult.UNCERTAIN
     assert received == 2
+
+
+def test_a_local_error_before_any_byte_left_is_retry_not_uncertain() -> None:
+    """A timeout of ``nan`` ends every wait at once, before the connection is made:
+    nothing was sent, so the message may be sent again (never "outcome unknown")."""
+    received: list[bytes] = []
+
+    async def provider(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.read())
+        writer.close()
+
+    [out] = submit_to(provider, MSG, timeout_s=float("nan"))
+    assert out.result is SubmitResult.RETRY, out
+    assert out.error is not None and out.error.startswith("not sent:")
+    assert not any(received)
+
+
+def test_a_provider_that_never_answers_stays_uncertain_once_connected() -> None:
+    """The rule it narrows still holds: once the connection was there, a deadline that
+    fires may follow a request the provider has."""
+
+    async def provider(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        await asyncio.sleep(30)
+
+    [out] = submit_to(provider, MSG, timeout_s=0.3)
+    assert out.result is SubmitResult.UNCERTAIN, out

@@ -11,14 +11,13 @@ import pytest
 from appliance.config import ConfigError, ProviderSettings
 from appliance.providers import (
     ADAPTERS,
-    FINAL_STATES,
-    INTERMEDIATE_STATES,
     Outcome,
     SubmitResult,
     build_adapter,
 )
 from appliance.providers.base import parse_retry_after, report
 from appliance.providers.http_transport import classify_transport_error
+from appliance.states import REPORTED_FINAL_STATES, REPORTED_INTERMEDIATE_STATES
 from tests.providers.provider_test_support import NOW_MS
 
 REQ = httpx.Request("POST", "https://provider.example/send")
@@ -70,8 +69,8 @@ def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
 
 
 def test_states_and_results() -> None:
-    assert {"DELIVERED", "FAILED", "EXPIRED", "REJECTED"} == FINAL_STATES
-    assert {"ACCEPTED", "ENROUTE"} == INTERMEDIATE_STATES
+    assert {"DELIVERED", "FAILED", "EXPIRED", "REJECTED"} == REPORTED_FINAL_STATES
+    assert {"ACCEPTED", "ENROUTE"} == REPORTED_INTERMEDIATE_STATES
     assert [r.value for r in SubmitResult] == ["ACCEPTED", "RETRY", "REJECTED", "UNCERTAIN"]
     rep = report(
         ref="",

@@ -17,8 +17,6 @@ from hypothesis import strategies as st
 
 from appliance.config import ProviderSettings
 from appliance.providers import (
-    FINAL_STATES,
-    INTERMEDIATE_STATES,
     AuthError,
     CallbackRequest,
     Outcome,
@@ -26,6 +24,7 @@ from appliance.providers import (
     ReportParseError,
     build_adapter,
 )
+from appliance.states import REPORTED_FINAL_STATES, REPORTED_INTERMEDIATE_STATES
 from tests.providers.provider_test_support import fixed_clock
 
 ADAPTERS: list[ProviderAdapter] = [
@@ -57,7 +56,7 @@ ADAPTERS: list[ProviderAdapter] = [
         ProviderSettings(name="gw", kind="http", base_url="https://g.example", secret="s"),
     )
 ]
-STATES = FINAL_STATES | INTERMEDIATE_STATES
+STATES = REPORTED_FINAL_STATES | REPORTED_INTERMEDIATE_STATES
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 content_types = st.sampled_from(
@@ -124,7 +123,7 @@ def check(adapter: ProviderAdapter, req: CallbackRequest) -> None:
         return
     for rep in reports:
         assert rep.state in STATES
-        assert rep.final == (rep.state in FINAL_STATES)
+        assert rep.final == (rep.state in REPORTED_FINAL_STATES)
         assert isinstance(rep.status, str) and rep.status
         assert rep.ref is not None or rep.provider_msg_id is not None
         assert isinstance(rep.reported_at_ms, int)

@@ -1,0 +1,98 @@
+"""The sections of the config file, one frozen dataclass each, with their defaults.
+
+The defaults here are what ``packaging/appliance.toml`` lists; a field's type is the
+type a value must have (:mod:`appliance.config.values`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ImportSettings:
+    max_rows: int = 1_000_000
+    max_bytes: int = 64 * 1024 * 1024
+    chunk_lines: int = 2000
+    default_region: str = "TR"
+    payload_retention_days: float = 7.0
+    job_retention_days: float = 90.0
+    stuck_after_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class SendingSettings:
+    batch_size: int = 500
+    submit_timeout_s: float = 10.0
+    delivery_window_hours: float = 72.0
+    max_attempts: int = 8
+    max_body_chars: int = 1600
+    default_provider: str = ""
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    max_callback_bytes: int = 256 * 1024
+    # A port of its own for /callbacks/*, served by a second process (the report
+    # intake, docs/reports.md); 0: callbacks are served on `port` only.
+    intake_port: int = 0
+    inbox_retention_days: float = 30.0
+    raw_retention_days: float = 30.0
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    coverage_min_pct: float = 95.0
+    coverage_window_hours: float = 48.0
+    coverage_settle_hours: float = 6.0
+    inbox_oldest_max_s: float = 3600.0
+    overdue_max: int = 0
+    webhooks_oldest_max_s: float = 900.0  # OPS-5: the oldest undelivered status event
+    webhook_url: str = ""
+    check_interval_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """Status webhooks out (OPS-5): where every message state change is POSTed."""
+
+    url: str = ""  # with secret; both empty: no events are written
+    secret: str = ""  # the HMAC-SHA256 key of X-Appliance-Signature
+    timeout_s: float = 10.0  # one POST, connecting included
+    concurrency: int = 4  # POSTs in flight at once (different messages)
+    retention_days: float = 7.0  # delivered events are kept this long; undelivered ones always
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.url and self.secret)
+
+
+@dataclass(frozen=True)
+class OptoutSettings:
+    # An inbound message that is one of these (see appliance/optout/keywords.py) adds
+    # its sender to the suppression list. Empty: no keyword opts anyone out.
+    keywords: tuple[str, ...] = ("STOP", "DUR", "IPTAL", "RET")
+
+
+@dataclass(frozen=True)
+class BackupSettings:
+    interval_hours: float = 0.0  # 0 = no scheduled backups
+    keep: int = 7
+    dir: str = ""  # default: <data_dir>/backups
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """The public edge (EDGE-1, EDGE-2): how long and how much a client may send."""
+
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_header_bytes: int = 16384
+    max_inflight_body_bytes: int = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """Free space kept for the small writes that must not fail (EDGE-4)."""
+
+    min_free_bytes: int = 256 * 1024 * 1024

@@ -1,0 +1,147 @@
+"""The effective settings: the top-level keys, one field per section, the providers.
+
+``SECTIONS`` names each section as the file does (``[import]``) beside the attribute
+that holds it (``imports``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from appliance.message_text.language import turkish_to
+
+from .errors import ConfigError
+from .sections import (
+    AlertSettings,
+    BackupSettings,
+    HttpSettings,
+    ImportSettings,
+    OptoutSettings,
+    ReportSettings,
+    SendingSettings,
+    StorageSettings,
+    WebhookSettings,
+)
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    name: str
+    kind: str
+    base_url: str = ""
+    sender: str = "APPLIANCE"
+    rate_per_s: float = 30.0
+    concurrency: int = 8
+    api_key: str = ""
+    api_secret: str = ""
+    signature_secret: str = ""
+    signature_method: str = "sha256"
+    account_sid: str = ""
+    auth_token: str = ""
+    secret: str = ""
+    dedupes_on_ref: bool = False
+    max_parts: int = 10  # longest text accepted, in SMS parts (MSG-1)
+    # ENC-1: "turkish" sends the Turkish shift tables to these destinations.
+    national_language: str = ""
+    national_language_prefixes: tuple[str, ...] = ("+90",)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def turkish_prefixes(self) -> tuple[str, ...]:
+        """The destinations that get the Turkish tables (empty: none)."""
+        return self.national_language_prefixes if self.national_language == "turkish" else ()
+
+    def turkish_to(self, msisdn: str) -> bool:
+        """May a text to ``msisdn`` go with the Turkish tables through this provider?"""
+        return turkish_to(self.national_language, self.national_language_prefixes, msisdn)
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = Path("./data")
+    # SCALE-1: "postgresql://user:pass@host/db" keeps the data in PostgreSQL instead of
+    # the SQLite file in the data dir; several processes may share one database.
+    database_url: str = ""
+    host: str = "127.0.0.1"
+    port: int = 8080
+    public_url: str = ""
+    synchronous: str = "FULL"
+    busy_timeout_ms: int = 5000
+    read_connections: int = 4
+    log_format: str = "auto"
+    log_level: str = "info"
+    log_full_numbers: bool = False
+    shutdown_timeout_s: float = 20.0
+    imports: ImportSettings = field(default_factory=ImportSettings)
+    sending: SendingSettings = field(default_factory=SendingSettings)
+    reports: ReportSettings = field(default_factory=ReportSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
+    backup: BackupSettings = field(default_factory=BackupSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    optout: OptoutSettings = field(default_factory=OptoutSettings)
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "appliance.db"
+
+    @property
+    def callback_base(self) -> str:
+        base = self.public_url or f"http://{self.host}:{self.port}"
+        return base.rstrip("/")
+
+    @property
+    def report_callback_base(self) -> str:
+        """Where providers send their reports: ``public_url``; without one, the report
+        intake's port when it has one (``[reports] intake_port``), else ``port``."""
+        if self.public_url or not self.reports.intake_port:
+            return self.callback_base
+        return f"http://{self.host}:{self.reports.intake_port}"
+
+    def callback_url(self, provider: str) -> str:
+        """Where provider ``provider`` sends its reports, as handed to it per message."""
+        return f"{self.report_callback_base}/callbacks/{provider}"
+
+    def provider(self, name: str) -> ProviderSettings:
+        try:
+            return self.providers[name]
+        except KeyError:
+            raise ConfigError(f"no provider named {name!r} in the config") from None
+
+    @property
+    def default_provider(self) -> str:
+        if self.sending.default_provider:
+            return self.sending.default_provider
+        return next(iter(self.providers), "")
+
+
+SECTIONS: dict[str, type] = {
+    "import": ImportSettings,
+    "sending": SendingSettings,
+    "reports": ReportSettings,
+    "alerts": AlertSettings,
+    "backup": BackupSettings,
+    "http": HttpSettings,
+    "storage": StorageSettings,
+    "optout": OptoutSettings,
+    "webhooks": WebhookSettings,
+}
+"""Each section as the file names it, and its settings' shape."""
+
+SECTION_ATTR = {"import": "imports"}
+"""Where the name in the file is not the attribute's (``import`` is a Python word)."""
+
+
+def section_attr(name: str) -> str:
+    """The :class:`Settings` attribute of section ``name`` as the file names it."""
+    return SECTION_ATTR.get(name, name)
+
+
+def section_name(attr: str) -> str:
+    """The file's name of the section held by :class:`Settings` attribute ``attr``."""
+    return next((name for name, a in SECTION_ATTR.items() if a == attr), attr)
