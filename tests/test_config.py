@@ -73,7 +73,7 @@ def test_secrets_are_masked(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("port = '8090'\n", "port: expected int (a whole number), got '8090'"),
+        ("port = '8090'\n", "port: expected int, got '8090'"),
         ("[storage]\nmin_free_bytes = 1e12\n", "[storage] min_free_bytes: expected int"),
         ("[sending]\nsubmit_timeout_s = nan\n", "submit_timeout_s: must be a finite number"),
         ("[sending]\nsubmit_timeout_s = inf\n", "submit_timeout_s: must be a finite number"),

@@ -35,15 +35,11 @@ FALSE_WORDS = ("0", "false", "no", "off")
 
 
 def _wanted(want: Any) -> str:
-    if isinstance(want, bool):
-        return "bool (true or false)"
-    if isinstance(want, int):
-        return "int (a whole number)"
-    if isinstance(want, float):
-        return "float (a number)"
     if isinstance(want, tuple):
         return "a list of strings"
-    return "str (text in quotes)"
+    if isinstance(want, Path):
+        return "str"
+    return type(want).__name__
 
 
 def _typed(want: Any, value: Any) -> Any:
