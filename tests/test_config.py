@@ -111,7 +111,7 @@ def test_environment_values_are_parsed_but_never_non_finite(tmp_path: Path) -> N
     for var, value in (("APPLIANCE_SENDING_SUBMIT_TIMEOUT_S", "nan"),
                        ("APPLIANCE_ALERTS_COVERAGE_MIN_PCT", "inf"),
                        ("APPLIANCE_ALERTS_COVERAGE_MIN_PCT", "101")):
-        with pytest.raises(ConfigError, match="finite|between 0 and 100"):
+        with pytest.raises(ConfigError, match=r"finite|between 0 and 100"):
             load_settings(env={var: value})
 
 
