@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from appliance.sending.messages import claim_due  # noqa: E402
+from appliance.sending.claims import claim_due  # noqa: E402
 from appliance.store.schema import migrate, open_connection  # noqa: E402
 
 NOW = 1_800_000_000_000

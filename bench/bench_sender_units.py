@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.providers.base import Outcome, SubmitResult  # noqa: E402
-from appliance.sending.messages import claim_due, mark_sending, record_outcomes  # noqa: E402
+from appliance.sending.claims import claim_due, mark_sending  # noqa: E402
+from appliance.sending.outcomes import record_outcomes  # noqa: E402
 from appliance.store.schema import open_connection  # noqa: E402
 from bench.bench_claim import NOW, build  # noqa: E402
 

@@ -26,12 +26,9 @@ sys.path.insert(0, str(ROOT))
 from appliance.providers.base import Outcome, SubmitResult  # noqa: E402
 from appliance.reports.apply import receive  # noqa: E402
 from appliance.reports.inbox import InboxReport, RawCallback  # noqa: E402
-from appliance.sending.messages import (  # noqa: E402
-    NewMessage,
-    claim_due,
-    insert_message,
-    record_outcomes,
-)
+from appliance.sending.accept import NewMessage, insert_message  # noqa: E402
+from appliance.sending.claims import claim_due  # noqa: E402
+from appliance.sending.outcomes import record_outcomes  # noqa: E402
 from appliance.store.schema import migrate, open_connection  # noqa: E402
 from appliance.webhooks.outbox import set_receiver  # noqa: E402
 

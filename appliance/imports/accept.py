@@ -24,22 +24,13 @@ from typing import Any
 from appliance.config import ImportSettings
 from appliance.imports.lines import PayloadEncodingError, count_lines, decode_payload
 from appliance.imports.normalise import valid_region
+from appliance.refusals import Invalid, Malformed, TooLarge
 
 MAX_LIST_NAME = 100
 
 
-class Refused(Exception):
-    def __init__(self, status: int, error: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error = error
-        self.message = message
-        self.extra = extra
-
-
-def too_large(limit: int) -> Refused:
-    return Refused(
-        413, "payload_too_large",
+def too_large(limit: int) -> TooLarge:
+    return TooLarge("payload_too_large",
         f"the list is larger than the limit of {limit} bytes; split it and send it in parts",
         limit=limit,
     )
@@ -47,10 +38,10 @@ def too_large(limit: int) -> Refused:
 
 def check_list_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise Refused(422, "invalid_list", "give the list name ('list')")
+        raise Invalid("invalid_list", "give the list name ('list')")
     cleaned = name.strip()
     if len(cleaned) > MAX_LIST_NAME or any(ord(ch) < 32 for ch in cleaned):
-        raise Refused(422, "invalid_list",
+        raise Invalid("invalid_list",
                       f"list names are 1 to {MAX_LIST_NAME} printable characters")
     return cleaned
 
@@ -60,15 +51,14 @@ def check_region(region: Any, default: str) -> str:
         return default
     if not isinstance(region, str) or not valid_region(region):
         shown = repr(region if isinstance(region, str) else type(region).__name__)[:40]
-        raise Refused(422, "invalid_region",
+        raise Invalid("invalid_region",
                       f"region {shown} is not a two-letter country code (e.g. TR, GB, US)")
     return region.upper()
 
 
-def too_many_rows(counted: int, limit: int, at_least: bool) -> Refused:
+def too_many_rows(counted: int, limit: int, at_least: bool) -> TooLarge:
     has = f"at least {counted}" if at_least else f"{counted}"
-    return Refused(
-        413, "too_many_rows",
+    return TooLarge("too_many_rows",
         f"This list has {has} lines. The limit is {limit}. Split the list and send it in parts.",
         limit=limit, submitted=counted, at_least=at_least,
     )
@@ -317,14 +307,13 @@ def count_payload_lines(payload: bytes, limits: ImportSettings, utf8: bool = Fal
             payload.decode("utf-8")
         total = count_lines(payload)
     except UnicodeDecodeError as exc:
-        raise Refused(
-            400, "invalid_encoding",
+        raise Malformed("invalid_encoding",
             f"the list is not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8",
         ) from None
     except PayloadEncodingError as exc:
-        raise Refused(400, "invalid_encoding", str(exc)) from None
+        raise Malformed("invalid_encoding", str(exc)) from None
     if total > limits.max_rows:
         raise too_many_rows(total, limits.max_rows, at_least=False)
     if total == 0 or not payload.strip(b" \t\r\n\xef\xbb\xbf\xff\xfe\x00"):
-        raise Refused(422, "empty_list", "the list is empty: paste at least one number")
+        raise Invalid("empty_list", "the list is empty: paste at least one number")
     return total

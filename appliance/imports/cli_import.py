@@ -25,7 +25,7 @@ import click
 from appliance.accounts import AccountChoice, choose_account
 from appliance.clock import iso
 from appliance.config import Settings
-from appliance.imports.accept import Refused, check_list_name, check_region, count_payload_lines
+from appliance.imports.accept import check_list_name, check_region, count_payload_lines
 from appliance.imports.import_job import (
     ImportJob,
     JobStillRunning,
@@ -40,6 +40,7 @@ from appliance.imports.import_job import (
 )
 from appliance.imports.worker import ImportWorker
 from appliance.offline import OfflineAppliance
+from appliance.refusals import Refused
 
 
 def _bar(job: ImportJob, started: float) -> str:

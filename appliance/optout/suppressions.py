@@ -10,10 +10,10 @@ How every send honours the list:
 * ``POST /api/messages`` and the console's send: :func:`refuse_if_suppressed` in the
   same write unit as the insert (the insert is rolled back, nothing is queued);
 * campaign expansion creates a suppressed contact's message ``CANCELLED`` with error
-  :data:`SUPPRESSED` (``appliance.sending.campaigns.expand_chunk``);
+  :data:`SUPPRESSED` (``appliance.sending.campaign_messages.expand_chunk``);
 * the sender's claim moves a claimed message whose number has been suppressed since it
   was queued to ``CANCELLED`` instead of ``SENDING``
-  (``appliance.sending.messages.claim_due``), so it is never submitted.
+  (``appliance.sending.claims.claim_due``), so it is never submitted.
 """
 
 from __future__ import annotations

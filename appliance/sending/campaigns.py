@@ -1,13 +1,9 @@
-"""Campaigns in the store: accepting one, expanding it into messages, steering it, progress.
+"""Campaigns in the store: the campaign, accepting one, and its progress.
 
 Accepting a campaign only writes its row (the list as it is at that moment:
-``last_contact_id``) and answers; the ``campaigns`` loop then creates one message per
-contact in bounded units of :data:`EXPANSION_CHUNK` contacts, each unit writing its
-messages and the new position (``queued_through``) together, guarded by the old
-position. Killed between units, expansion resumes from the recorded position; the
-``UNIQUE (campaign_id, msisdn)`` index makes a second message for the same number
-impossible. A contact whose number is on the account's suppression list gets its
-message created ``CANCELLED`` (error ``suppressed``): counted, never sent.
+``last_contact_id``) and answers; the ``campaigns`` loop then creates its messages
+(:mod:`appliance.sending.campaign_messages`). What it would send is counted first by
+:mod:`appliance.sending.dry_run`; it is steered by :mod:`appliance.sending.steering`.
 
 The body is a template (:mod:`appliance.sending.personalise`): each message gets the
 text rendered for its contact, and its own encoding and parts (OPS-3).
@@ -22,21 +18,17 @@ it; a cancel makes every message not yet sent ``CANCELLED`` and stops the expans
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from appliance.message_text.segments import Segmentation, segment
-from appliance.optout.suppressions import SUPPRESSED, suppressed_count
+from appliance.optout.suppressions import SUPPRESSED
 from appliance.reports.states import FINAL_STATES
 from appliance.sending.personalise import Template, as_written, parse
 from appliance.sending.windows import SendWindow, window_of
-from appliance.store import dialect
-from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
 from appliance.store.singleton import one_at_a_time
 
-EXPANSION_CHUNK = 2000
 # Messages still to be sent (or being sent): a campaign with any is not done.
 UNSENT = ("QUEUED", "SENDING", "RETRY")
 IN_FLIGHT = UNSENT  # the name this module's readers knew it by
@@ -58,6 +50,14 @@ class NoSuchList(LookupError):
 
 class NoSuchCampaign(LookupError):
     """The account has no such campaign."""
+
+
+class ListChanged(Exception):
+    """The list does not hold the number of contacts the confirmation stated."""
+
+    def __init__(self, contacts: int) -> None:
+        super().__init__(f"the list now has {contacts} contacts")
+        self.contacts = contacts
 
 
 class NotAllowed(ValueError):
@@ -135,38 +135,8 @@ def sendable(state: str, send_at: int | None, window: SendWindow | None, now_ms:
     return window is None or window.is_open(now_ms)
 
 
-@dataclass(frozen=True)
-class DryRun:
-    """What a campaign would send, counted after personalisation (MSG-2, OPS-3)."""
 
-    list_name: str
-    provider: str
-    messages: int
-    parts: int
-    suppressed: int
-    longest: Segmentation  # the message with the most parts (then the most units)
-    longest_text: str
-    ucs2_messages: int
-    ucs2_because: str | None
-    personalised: bool
-    contacts: int = 0
-    last_contact_id: int = 0
-    ucs2_parts: int = 0  # what the same messages would take in UCS-2 (ENC-1)
-    turkish_messages: int = 0  # messages that go as GSM-7 Turkish
-
-    @property
-    def encoding(self) -> str:
-        """UCS-2 when any message travels as UCS-2, else GSM-7 Turkish when any does."""
-        if self.ucs2_messages:
-            return "UCS-2"
-        return "GSM-7 Turkish" if self.turkish_messages else "GSM-7"
-
-    @property
-    def segmentation(self) -> Segmentation:
-        return self.longest
-
-
-def _list_id(conn: Connection, account_id: int, list_name: str) -> int:
+def list_id_of(conn: Connection, account_id: int, list_name: str) -> int:
     lst = conn.execute(
         "SELECT id FROM lists WHERE account_id = ? AND name = ? AND deleted_at IS NULL",
         (account_id, list_name),
@@ -175,76 +145,6 @@ def _list_id(conn: Connection, account_id: int, list_name: str) -> int:
         raise NoSuchList(f"no list named {list_name!r}")
     return int(lst[0])
 
-
-def _better(seg: Segmentation, than: Segmentation | None) -> bool:
-    return than is None or (seg.count, seg.units) > (than.count, than.units)
-
-
-def turkish_sql(prefixes: Sequence[str]) -> tuple[str, tuple[str, ...]]:
-    """A SQL truth value over ``c.msisdn``: the number takes the Turkish tables."""
-    if not prefixes:
-        return "0", ()
-    return ("(" + " OR ".join("c.msisdn LIKE ?" for _ in prefixes) + ")",
-            tuple(p + "%" for p in prefixes))
-
-
-def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
-            body: str, template: Template | None = None,
-            turkish_prefixes: Sequence[str] = ()) -> DryRun:
-    """Count what a campaign to ``list_name`` would send (a read unit; writes nothing).
-
-    ``messages`` are the contacts that would be sent to, ``suppressed`` those on the
-    account's suppression list (their messages would be created ``CANCELLED``), and
-    ``parts`` the SMS parts of the texts as each contact would get it. A personalised
-    body is rendered once per distinct name (the text depends on nothing else).
-    ``turkish_prefixes``: the numbers the provider sends the Turkish tables to (ENC-1).
-    """
-    template = template or parse(body)
-    list_id = _list_id(conn, account_id, list_name)
-    row: Any = conn.execute(
-        "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM contacts WHERE list_id = ?",
-        (list_id,)).fetchone()
-    contacts, last_id = int(row[0]), int(row[1])
-    suppressed = suppressed_count(conn, account_id, list_id)
-    static = segment(template.render(None))
-    if not template.personalised and not turkish_prefixes:
-        sent = contacts - suppressed
-        return DryRun(list_name, provider, sent, sent * static.count, suppressed, static,
-                      template.render(None), sent if static.encoding == "UCS-2" else 0,
-                      static.ucs2_because, False, contacts, last_id, sent * static.ucs2_parts)
-    name_sql = "c.name" if template.personalised else "NULL"
-    turkish, args = turkish_sql(turkish_prefixes)
-    groups: list[Any] = conn.execute(
-        f"SELECT {name_sql}, {turkish}, count(*) FROM contacts c WHERE c.list_id = ?"
-        " AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = ?"
-        " AND s.msisdn = c.msisdn) GROUP BY 1, 2", (*args, list_id, account_id)).fetchall()
-    messages = parts = ucs2 = ucs2_parts = in_turkish = 0
-    longest: Segmentation | None = None
-    longest_text = template.render(None)
-    because: str | None = None  # from the largest group of UCS-2 messages
-    because_count = 0
-    seen: dict[tuple[str, bool], Segmentation] = {}
-    for name, to_turkey, count in groups:
-        text = template.render(None if name is None else str(name))
-        key = (text, bool(to_turkey))
-        seg = seen.get(key)
-        if seg is None:
-            seg = seen[key] = segment(text, key[1])
-        n = int(count)
-        messages += n
-        parts += n * seg.count
-        ucs2_parts += n * seg.ucs2_parts
-        if seg.encoding == "GSM-7 Turkish":
-            in_turkish += n
-        if seg.encoding == "UCS-2":
-            ucs2 += n
-            if n > because_count:
-                because, because_count = seg.ucs2_because, n
-        if _better(seg, longest):
-            longest, longest_text = seg, text
-    return DryRun(list_name, provider, messages, parts, suppressed, longest or static,
-                  longest_text, ucs2, because, template.personalised, contacts, last_id,
-                  ucs2_parts, in_turkish)
 
 
 @dataclass
@@ -311,7 +211,7 @@ COLUMNS = (
 )
 
 
-def _campaign(row: Any) -> Campaign:
+def campaign_of_row(row: Any) -> Campaign:
     return Campaign(*row)
 
 
@@ -323,7 +223,7 @@ def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
     dry run counted it) or, without one, as it is now. The body must parse as a
     template (the caller checked it).
     """
-    list_id = _list_id(conn, new.account_id, new.list_name)
+    list_id = list_id_of(conn, new.account_id, new.list_name)
     # The same key at two processes at once: the second waits for the first's unit.
     one_at_a_time(conn, f"idempotency:campaigns:{new.account_id}:{new.idempotency_key}")
     old = conn.execute(
@@ -332,7 +232,7 @@ def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
         (new.account_id, new.idempotency_key),
     ).fetchone()
     if old is not None:
-        found = _campaign(old)
+        found = campaign_of_row(old)
         if (found.list_id, found.body, found.provider, found.send_at, found.window) != (
                 list_id, new.body, new.provider, new.send_at, new.window):
             raise IdempotencyConflict(
@@ -364,6 +264,23 @@ def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
     return got, True
 
 
+def create_confirmed_campaign(conn: Connection, new: NewCampaign, now_ms: int,
+                              expected_contacts: int) -> tuple[Campaign, bool]:
+    """Write the campaign a confirmation page stated (a write unit): the list must still
+    hold ``expected_contacts``, else :class:`ListChanged` and nothing is written. The
+    same key gives back the campaign it made, whatever the list holds now (the
+    confirmation was posted twice)."""
+    made = conn.execute("SELECT 1 FROM campaigns WHERE account_id = ? AND idempotency_key = ?",
+                        (new.account_id, new.idempotency_key)).fetchone()
+    if made is None:
+        list_id = list_id_of(conn, new.account_id, new.list_name)
+        row: Any = conn.execute("SELECT count(*) FROM contacts WHERE list_id = ?",
+                                (list_id,)).fetchone()
+        if int(row[0]) != expected_contacts:
+            raise ListChanged(int(row[0]))
+    return create_campaign(conn, new, now_ms)
+
+
 def get_campaign(conn: Connection, campaign_id: int,
                  account_id: int | None = None) -> Campaign | None:
     sql = f"SELECT {COLUMNS} FROM campaigns c JOIN lists l ON l.id = c.list_id WHERE c.id = ?"
@@ -372,7 +289,7 @@ def get_campaign(conn: Connection, campaign_id: int,
         sql += " AND c.account_id = ?"
         args = (campaign_id, account_id)
     row = conn.execute(sql, args).fetchone()
-    return None if row is None else _campaign(row)
+    return None if row is None else campaign_of_row(row)
 
 
 def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> Progress:
@@ -415,168 +332,8 @@ def list_campaigns(conn: Connection, account_id: int, limit: int = 100,
         " WHERE c.account_id = ? ORDER BY c.id DESC LIMIT ?",
         (account_id, limit),
     ).fetchall()
-    return [campaign_progress(conn, _campaign(r), now_ms) for r in rows]
+    return [campaign_progress(conn, campaign_of_row(r), now_ms) for r in rows]
 
-
-def next_to_expand(conn: Connection) -> Campaign | None:
-    """The oldest campaign whose messages are not all created yet (a read unit).
-
-    A paused or scheduled campaign is expanded too (the sender does not claim its
-    messages); a cancelled one is not.
-    """
-    row = conn.execute(
-        f"SELECT {COLUMNS} FROM campaigns c JOIN lists l ON l.id = c.list_id"
-        " WHERE c.state IN ('RUNNING', 'PAUSED') AND c.queued_through < c.last_contact_id"
-        " ORDER BY c.id LIMIT 1"
-    ).fetchone()
-    return None if row is None else _campaign(row)
-
-
-def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str],
-                 now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0,
-                 turkish_prefixes: Sequence[str] = ()) -> int:
-    """Create the messages for the next ``chunk`` contacts (a write unit).
-
-    Returns how many messages were created. The position moves only if it is still
-    where ``campaign`` says and the campaign is not cancelled (two expanders can never
-    both advance it, and a cancel stops it). Each message carries the text rendered
-    for its contact; one whose text needs more than ``max_parts`` parts (when given) is
-    created ``REJECTED``, never sent. Messages are due at ``send_at`` at the earliest.
-    """
-    contacts: list[Any] = conn.execute(
-        "SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL FROM contacts c"
-        " LEFT JOIN suppressions s ON s.account_id = ? AND s.msisdn = c.msisdn"
-        " WHERE c.list_id = ? AND c.id > ? AND c.id <= ? ORDER BY c.id LIMIT ?",
-        (campaign.account_id, campaign.list_id, campaign.queued_through,
-         campaign.last_contact_id, chunk),
-    ).fetchall()
-    through = int(contacts[-1][0]) if contacts else campaign.last_contact_id
-    if len(contacts) < chunk:
-        through = campaign.last_contact_id
-    conn.execute(
-        "UPDATE campaigns SET queued_through = ?, updated_at = ?"
-        " WHERE id = ? AND queued_through = ? AND state <> 'CANCELLED'",
-        (through, now_ms, campaign.id, campaign.queued_through),
-    )
-    if conn.changes() != 1:
-        return 0
-    template = campaign.template
-    due = max(now_ms, campaign.send_at or 0)
-    segs: dict[tuple[str, bool], Segmentation] = {}
-    rows: list[tuple[Any, ...]] = []
-    for _cid, msisdn, name, suppressed in contacts:
-        text = template.render(None if name is None else str(name))
-        key = (text, any(str(msisdn).startswith(p) for p in turkish_prefixes))
-        seg = segs.get(key)
-        if seg is None:
-            seg = segs[key] = segment(*key)
-        # A suppressed contact's message is created CANCELLED (never sent), so the
-        # campaign's counts add up to its total (OPS-4).
-        state, error = ("CANCELLED", SUPPRESSED) if suppressed else ("QUEUED", None)
-        if not suppressed and max_parts and seg.count > max_parts:
-            state, error = "REJECTED", (f"the personalised text needs {seg.count} parts,"
-                                        f" more than the provider's max_parts ({max_parts})")
-        rows.append((new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
-                     text, state, error, due, now_ms, now_ms,
-                     now_ms if state != "QUEUED" else None, seg.encoding, seg.count,
-                     seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts))
-    return executemany_changes(
-        conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
-        " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
-        " encoding, parts, ucs2_because, priority, ucs2_parts)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (campaign_id, msisdn) DO NOTHING", rows)
-
-
-# -- steering (OPS-2) ----------------------------------------------------------------
-
-def _owned(conn: Connection, campaign_id: int, account_id: int) -> Campaign:
-    """The campaign a steering unit is about, locked to the unit's end on PostgreSQL and
-    read as the last unit left it: a pause and a cancel sent to two processes at once
-    are taken one after the other, and the second judges the first's outcome (a
-    cancelled campaign is never paused back into life)."""
-    lock = dialect.of(conn).for_update
-    if lock:
-        conn.execute(f"SELECT id FROM campaigns WHERE id = ?{lock}", (campaign_id,))
-    found = get_campaign(conn, campaign_id, account_id)
-    if found is None:
-        raise NoSuchCampaign("no such campaign")
-    return found
-
-
-def _has_unsent(conn: Connection, campaign: Campaign) -> bool:
-    if not campaign.expanded:
-        return True
-    row = conn.execute(
-        "SELECT 1 FROM messages WHERE campaign_id = ? AND state IN ('QUEUED', 'SENDING',"
-        " 'RETRY') LIMIT 1", (campaign.id,)).fetchone()
-    return row is not None
-
-
-def release_claimed_sql(campaign: bool) -> str:
-    """Give back what the sender reserved (of one campaign, or of a provider)."""
-    where = " AND campaign_id = ?" if campaign else ""
-    return ("UPDATE messages SET claimed_at = NULL WHERE claimed_at IS NOT NULL"
-            f" AND provider = ?{where}")
-
-
-def pause_campaign(conn: Connection, campaign_id: int, account_id: int,
-                   now_ms: int) -> Campaign:
-    """Pause (a write unit): nothing more of it is claimed, and what the sender had
-    reserved is given back, so from this commit on none of its messages starts to be
-    sent. Pausing a paused campaign changes nothing."""
-    found = _owned(conn, campaign_id, account_id)
-    if found.state == CANCELLED:
-        raise NotAllowed("the campaign is cancelled", CANCELLED)
-    if found.state == RUNNING:
-        if not _has_unsent(conn, found):
-            raise NotAllowed("the campaign has nothing left to send", DONE)
-        conn.execute("UPDATE campaigns SET state = 'PAUSED', updated_at = ? WHERE id = ?",
-                     (now_ms, found.id))
-        conn.execute(release_claimed_sql(True), (found.provider, found.id))
-    got = get_campaign(conn, found.id)
-    assert got is not None
-    return got
-
-
-def resume_campaign(conn: Connection, campaign_id: int, account_id: int,
-                    now_ms: int) -> Campaign:
-    """Resume a paused campaign (a write unit); a running one is left as it is."""
-    found = _owned(conn, campaign_id, account_id)
-    if found.state == CANCELLED:
-        raise NotAllowed("the campaign is cancelled", CANCELLED)
-    if found.state == PAUSED:
-        conn.execute("UPDATE campaigns SET state = 'RUNNING', updated_at = ? WHERE id = ?",
-                     (now_ms, found.id))
-    got = get_campaign(conn, found.id)
-    assert got is not None
-    return got
-
-
-def cancel_campaign(conn: Connection, campaign_id: int, account_id: int,
-                    now_ms: int) -> tuple[Campaign, int]:
-    """Cancel (a write unit): every message not yet sent (``QUEUED``, ``RETRY``, reserved
-    or not) becomes ``CANCELLED``, final and never sent, and no more are created.
-    Messages already sent keep their state and their reports. Returns the campaign and
-    how many messages this cancelled."""
-    found = _owned(conn, campaign_id, account_id)
-    if found.state == CANCELLED:
-        return found, 0
-    if not _has_unsent(conn, found):
-        raise NotAllowed("the campaign has nothing left to send", DONE)
-    conn.execute("UPDATE campaigns SET state = 'CANCELLED', updated_at = ? WHERE id = ?",
-                 (now_ms, found.id))
-    conn.execute(
-        "UPDATE messages SET state = 'CANCELLED', error = ?, claimed_at = NULL,"
-        " updated_at = ?, finalised_at = COALESCE(finalised_at, ?)"
-        " WHERE campaign_id = ? AND state IN ('QUEUED', 'RETRY') AND NOT EXISTS"
-        " (SELECT 1 FROM message_parts p WHERE p.message_id = messages.id"
-        " AND p.state <> 'RETRY')",  # a message some part of which went out is not
-        (CANCELLED_BY_OPERATOR, now_ms, now_ms, found.id))  # 'never sent': it goes on
-    cancelled = conn.changes()
-    got = get_campaign(conn, found.id)
-    assert got is not None
-    return got, cancelled
 
 
 def sendable_campaigns(conn: Connection, ids: list[int]) -> dict[int, Campaign]:
@@ -587,4 +344,4 @@ def sendable_campaigns(conn: Connection, ids: list[int]) -> dict[int, Campaign]:
     rows: list[Any] = conn.execute(
         f"SELECT {COLUMNS} FROM campaigns c JOIN lists l ON l.id = c.list_id"
         f" WHERE c.id IN ({marks})", tuple(ids)).fetchall()
-    return {int(r[0]): _campaign(r) for r in rows}
+    return {int(r[0]): campaign_of_row(r) for r in rows}

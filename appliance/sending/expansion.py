@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from appliance.sending.campaigns import expand_chunk, next_to_expand
+from appliance.sending.campaign_messages import expand_chunk, next_to_expand
 from appliance.sending.refs import new_ref
 from appliance.service import Appliance
 

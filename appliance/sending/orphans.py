@@ -3,7 +3,7 @@
 The sender settles what its own process left ``SENDING`` once, at start. With several
 processes on one database, a process that dies (``kill -9``, a lost machine) leaves its
 reserved and in-flight messages behind while the others go on; this loop, in every
-process, settles them from time to time (:func:`appliance.sending.messages.recover_orphans`):
+process, settles them from time to time (:func:`appliance.sending.recovery.recover_orphans`):
 reservations older than a minute are given back (sent in their turn by whoever claims
 them, once), and what a dead process was sending becomes ``UNCERTAIN`` (or ``RETRY``
 where the provider drops repeats of our ref), never resent, as after a restart. It also
@@ -19,7 +19,7 @@ from functools import partial
 
 import anyio.to_thread
 
-from appliance.sending.messages import recover_orphans
+from appliance.sending.recovery import recover_orphans
 from appliance.service import Appliance
 
 LOOP = "orphans"

@@ -9,56 +9,53 @@ it again (into another list with ``{"list"}``); ``410`` once retention pruned it
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio.to_thread
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.clock import iso
 from appliance.imports.accept import (
-    Refused,
     StreamedLineCount,
     StreamedPayload,
     check_list_name,
     check_region,
     count_payload_lines,
-    too_large,
 )
 from appliance.imports.import_job import (
     IdempotencyConflict,
     ImportJob,
-    JobStillRunning,
     ListBeingDeleted,
     NewJob,
-    PayloadPruned,
     cancel_job,
     create_job,
     fallback_idempotency_key,
     get_job,
-    iter_rejects,
     list_jobs,
     list_lists,
     list_summary,
     payload_sha256,
-    rerun_job,
 )
+from appliance.imports.job_requests import queue_rerun
 from appliance.imports.json_paste import JsonPaste, StreamedJsonPaste, names_text_once
 from appliance.ops.storage import below_reserve
-from appliance.sending.refs import new_ref
+from appliance.refusals import Refused
 from appliance.service import Appliance
 from appliance.web.auth import require_account
-from appliance.web.bodies import Watch, read_bounded
-from appliance.web.bodies import read_pieces as read_body_pieces
-from appliance.web.csv_export import csv_rows
-from appliance.web.errors import ApiError, not_found, path_id, storage_full
+from appliance.web.errors import ApiError, api_error, not_found, path_id, storage_full
 from appliance.web.forms import parse_form
+from appliance.web.import_answers import job_json, rejects_response
 from appliance.web.json_body import parse_json_object, parse_json_object_encoding
+from appliance.web.request_reading import (
+    idempotency_key,
+    payload_too_large,
+    read_limited,
+    read_pieces,
+)
 
-MAX_IDEMPOTENCY_KEY = 200
 IMPORT_TYPES = ("application/json", "text/plain", "text/csv", "multipart/form-data",
                 "application/x-www-form-urlencoded")
 
@@ -66,63 +63,6 @@ IMPORT_TYPES = ("application/json", "text/plain", "text/csv", "multipart/form-da
 def _appliance(request: Request) -> Appliance:
     appliance: Appliance = request.app.state.appliance
     return appliance
-
-
-async def read_limited(request: Request, limit: int, watch: Watch | None = None) -> bytes:
-    """The request body, refused with 413 as soon as it passes ``limit`` bytes."""
-    try:
-        body = await read_bounded(request, limit, watch)
-    except Refused as exc:
-        raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
-    if body is None:
-        raise _too_large(limit)
-    return body
-
-
-async def read_pieces(request: Request, limit: int, watch: Watch) -> list[bytes] | None:
-    try:
-        return await read_body_pieces(request, limit, watch)
-    except Refused as exc:
-        raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
-
-
-def _too_large(limit: int) -> ApiError:
-    refused = too_large(limit)
-    return ApiError(refused.status, refused.error, refused.message, **refused.extra)
-
-
-def job_json(job: ImportJob) -> dict[str, Any]:
-    elapsed = None
-    if job.started_at is not None:
-        elapsed = ((job.finished_at or job.updated_at) - job.started_at) / 1000
-    return {
-        "id": job.id,
-        "jobId": job.id,
-        "state": job.state,
-        "list": job.list_name,
-        "region": job.region,
-        "total": job.total,
-        "processed": job.processed,
-        "inserted": job.inserted,
-        "duplicates": job.duplicates,
-        "duplicates_in_paste": job.duplicates_in_paste,
-        "duplicates_in_list": job.duplicates_in_list,
-        "rejected": job.rejected,
-        "blank": job.blank,
-        "header_skipped": job.header_skipped,
-        "error": job.error,
-        "percent": round(100.0 * job.processed / job.total, 1) if job.total else 100.0,
-        "rows_per_s": round(job.processed / elapsed) if elapsed else None,
-        "created_at": iso(job.created_at),
-        "started_at": iso(job.started_at),
-        "finished_at": iso(job.finished_at),
-        "updated_at": iso(job.updated_at),
-        "payload_pruned": job.payload_pruned_at is not None,
-        "payload_pruned_at": iso(job.payload_pruned_at),
-        "rerun_of": job.rerun_of,
-        "poll": f"/api/jobs/{job.id}",
-        "rejects_url": f"/api/jobs/{job.id}/rejects.csv",
-    }
 
 
 def _content_type(request: Request) -> str:
@@ -216,7 +156,7 @@ async def import_contacts(request: Request) -> Response:
     if isinstance(streamed, StreamedPayload | StreamedJsonPaste):  # never joined if it works
         found = await read_pieces(request, limits.max_bytes, streamed)
         if found is None:
-            raise _too_large(limits.max_bytes)
+            raise payload_too_large(limits.max_bytes)
         if isinstance(streamed, StreamedPayload):
             pieces, body, checked = found, b"", streamed
         else:
@@ -253,8 +193,8 @@ async def import_contacts(request: Request) -> Response:
             done = await anyio.to_thread.run_sync(examine)
         total, digest = done
     except Refused as exc:
-        raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
-    key = idempotency_key_of(request)
+        raise api_error(exc) from None
+    key = idempotency_key(request)
     ours = key is None
     if key is None:
         key = fallback_idempotency_key(account.id, name, region, digest)
@@ -281,45 +221,6 @@ async def import_contacts(request: Request) -> Response:
     )
 
 
-def idempotency_key_of(request: Request) -> str | None:
-    key = request.headers.get("idempotency-key")
-    if key is None:
-        return None
-    key = key.strip()
-    if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
-        raise ApiError(
-            400, "invalid_idempotency_key",
-            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters",
-        )
-    return key
-
-
-async def queue_rerun(appliance: Appliance, account_id: int, job_id: int,
-                      list_name: str | None, key: str | None) -> tuple[ImportJob, bool]:
-    """A re-run of job ``job_id`` (the API's and the console's), or the ApiError to answer."""
-    key = key or f"rerun:{job_id}:{new_ref(appliance.now_ms())}"
-    try:
-        job, created = await appliance.store.writer.run(
-            lambda c: rerun_job(c, job_id, account_id, list_name, key, appliance.now_ms()))
-    except PayloadPruned as exc:
-        raise ApiError(
-            410, "payload_pruned",
-            f"the stored payload of job {exc.job_id} was pruned on {iso(exc.pruned_at)}"
-            " (retention: [import] payload_retention_days); import the list again",
-            pruned_at=iso(exc.pruned_at)) from None
-    except LookupError:
-        raise not_found("job") from None
-    except JobStillRunning as exc:
-        raise ApiError(409, "job_running", str(exc)) from None
-    except IdempotencyConflict as exc:
-        raise ApiError(422, "idempotency_key_reused", str(exc)) from None
-    except ListBeingDeleted as exc:
-        raise ApiError(409, "list_being_deleted", str(exc)) from None
-    if created:
-        appliance.scheduler.wake("imports")
-    return job, created
-
-
 async def rerun(request: Request) -> Response:
     account = await require_account(request)
     appliance = _appliance(request)
@@ -329,12 +230,9 @@ async def rerun(request: Request) -> Response:
     if body.strip():
         data = parse_json_object(body)
         if data.get("list") is not None:
-            try:
-                list_name = check_list_name(data["list"])
-            except Refused as exc:
-                raise ApiError(exc.status, exc.error, exc.message) from None
+            list_name = check_list_name(data["list"])  # refused: the API's 422
     job, _ = await queue_rerun(appliance, account.id, job_id, list_name,
-                               idempotency_key_of(request))
+                               idempotency_key(request))
     return JSONResponse({"jobId": job.id, "rerun_of": job.rerun_of, "total": job.total,
                          "poll": f"/api/jobs/{job.id}", "state": job.state}, status_code=202)
 
@@ -371,25 +269,6 @@ async def cancel(request: Request) -> Response:
 async def rejects_csv(request: Request) -> Response:
     appliance, job = await _owned_job(request)
     return await rejects_response(appliance, job)
-
-
-async def rejects_response(appliance: Appliance, job: ImportJob) -> Response:
-    """The job's rejected lines as a CSV download (``line_number,line,reason``).
-
-    A line stored shortened (too long to keep whole) says so in its reason, with its
-    full length.
-    """
-    rows = await appliance.store.readers.run(lambda c: list(iter_rejects(c, job.id)))
-
-    async def body() -> AsyncIterator[bytes]:
-        cells = ([number, line, reason] for number, line, reason in rows)
-        for piece in csv_rows(["line_number", "line", "reason"], cells):
-            yield piece
-
-    return StreamingResponse(
-        body(), media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="job-{job.id}-rejects.csv"'},
-    )
 
 
 async def jobs(request: Request) -> Response:

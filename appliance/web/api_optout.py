@@ -31,18 +31,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.clock import iso
-from appliance.imports.accept import Refused, check_region, too_large
+from appliance.imports.accept import check_region, too_large
 from appliance.imports.lines import PayloadEncodingError, count_lines
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.inbound.store import Inbound, list_inbound
 from appliance.optout import suppressions as sup
 from appliance.optout.suppression_import import MAX_BYTES, MAX_LINES, MAX_REJECTS_SHOWN, ReadList
 from appliance.optout.suppression_import import read_suppressions as read_list
+from appliance.refusals import Refused, TooLarge
 from appliance.service import Appliance
 from appliance.store.connection import Connection
-from appliance.web.api_imports import read_limited
 from appliance.web.auth import require_account
-from appliance.web.errors import ApiError, ascii_int, not_found
+from appliance.web.errors import ApiError, api_error, ascii_int, not_found
+from appliance.web.request_reading import read_limited
 
 MAX_JSON_BYTES = 16 * 1024
 MAX_MSISDN_CHARS = 64
@@ -190,21 +191,20 @@ async def import_suppressions(appliance: Appliance, account_id: int, payload: by
     written in units of :data:`WRITE_CHUNK`; sending the same list again adds nothing.
     """
     if len(payload) > MAX_BYTES:
-        refused = too_large(MAX_BYTES)
-        raise ApiError(refused.status, refused.error, refused.message, **refused.extra)
+        raise api_error(too_large(MAX_BYTES))
 
     def read() -> tuple[int, ReadList]:
         lines = count_lines(payload)
         if lines > MAX_LINES:
-            raise Refused(413, "too_many_rows",
-                          f"This list has {lines} lines. The limit is {MAX_LINES}; split it.",
-                          limit=MAX_LINES, submitted=lines)
+            raise TooLarge("too_many_rows",
+                           f"This list has {lines} lines. The limit is {MAX_LINES}; split it.",
+                           limit=MAX_LINES, submitted=lines)
         return lines, read_list(payload, region)
 
     try:
         lines, found = await anyio.to_thread.run_sync(read)
     except Refused as exc:
-        raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
+        raise api_error(exc) from None
     except (PayloadEncodingError, UnicodeDecodeError) as exc:
         raise ApiError(400, "invalid_encoding", str(exc)) from None
     if lines == 0 or (not found.entries and not found.rejects and not found.repeats):
@@ -229,7 +229,7 @@ async def add_suppression(request: Request) -> Response:
             region = check_region(request.query_params.get("region"),
                                   appliance.settings.imports.default_region)
         except Refused as exc:
-            raise ApiError(exc.status, exc.error, exc.message, **exc.extra) from None
+            raise api_error(exc) from None
         summary = await import_suppressions(appliance, account.id, body, region, "import")
         return JSONResponse(summary.as_json())
     if ctype != "application/json":

@@ -16,8 +16,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
+from appliance.refusals import Refused
 from appliance.service import Appliance
-from appliance.web.errors import ApiError
+from appliance.web.errors import ApiError, api_error
 
 HTTP_ERRORS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}
 
@@ -25,6 +26,12 @@ HTTP_ERRORS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return exc.response()
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    """A use case's refusal that reached no handler of its own: the API's JSON error."""
+    assert isinstance(exc, Refused)
+    return api_error(exc).response()
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -37,6 +44,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def all_routes() -> list[BaseRoute]:
     from appliance.web import (
+        api_campaigns,
         api_imports,
         api_messages,
         api_ops,
@@ -53,6 +61,7 @@ def all_routes() -> list[BaseRoute]:
     routes += api_imports.routes()
     routes += api_stats.routes()
     routes += api_messages.routes()
+    routes += api_campaigns.routes()
     routes += api_optout.routes()
     routes += inbound.routes()
     routes += pages.routes()
@@ -79,7 +88,8 @@ def build_app(appliance: Appliance) -> Starlette:
     budget = BodyBudget(appliance.settings.http.max_inflight_body_bytes)
     app = Starlette(
         routes=all_routes(),
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error},
+        exception_handlers={ApiError: _api_error, Refused: _refused,
+                            HTTPException: _http_error},
         lifespan=lifespan,
         middleware=[Middleware(RequestMiddleware, metrics=metrics_for(appliance)),
                     Middleware(LastResort, budget=budget)],

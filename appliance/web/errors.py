@@ -6,7 +6,23 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
+from appliance.refusals import (
+    Conflict,
+    Gone,
+    Invalid,
+    Malformed,
+    NotFound,
+    Refused,
+    TooLarge,
+    Unavailable,
+)
+
 STORAGE_RETRY_AFTER_S = 30
+# The status the API answers for each kind of refusal the use cases raise.
+REFUSAL_STATUS: dict[type[Refused], int] = {
+    Malformed: 400, NotFound: 404, Conflict: 409, Gone: 410, TooLarge: 413, Invalid: 422,
+    Unavailable: 503,
+}
 
 
 class ApiError(Exception):
@@ -25,6 +41,19 @@ class ApiError(Exception):
         if self.retry_after is not None:
             headers["Retry-After"] = str(self.retry_after)
         return JSONResponse(body, status_code=self.status, headers=headers or None)
+
+
+def refusal_status(exc: Refused) -> int:
+    """The HTTP status of a refusal: its kind's (422 for a kind not listed)."""
+    return next((status for kind, status in REFUSAL_STATUS.items() if isinstance(exc, kind)),
+                422)
+
+
+def api_error(exc: Refused) -> ApiError:
+    """A use case's refusal as the API's JSON error: the same code, message and facts."""
+    status = refusal_status(exc)
+    return ApiError(status, exc.error, exc.message, **exc.extra,
+                    retry_after=STORAGE_RETRY_AFTER_S if status == 503 else None)
 
 
 def not_found(what: str) -> ApiError:

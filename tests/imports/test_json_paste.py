@@ -17,10 +17,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from appliance.config import ImportSettings
-from appliance.imports.accept import Refused, count_payload_lines
+from appliance.imports.accept import count_payload_lines
 from appliance.imports.json_paste import HEAD_LIMIT, RAW_SAMPLE, StreamedJsonPaste
+from appliance.refusals import Refused
 from appliance.web.api_imports import decoded_json_paste
-from appliance.web.errors import ApiError
+from appliance.web.errors import ApiError, refusal_status
 from appliance.web.json_body import parse_json_object_encoding
 from tests.edge.test_json_body import json_values
 from tests.edge.test_streamed_line_count import CountedAsItCame, refusal
@@ -45,7 +46,7 @@ def whole(body: bytes) -> tuple[Any, ...]:
     try:
         lines = count_payload_lines(text, LIMITS, utf8=True)
     except Refused as exc:
-        return ("refused", exc.status, exc.error, exc.message, exc.extra)
+        return ("refused", refusal_status(exc), exc.error, exc.message, exc.extra)
     others = {k: v for k, v in data.items() if k != "text"}
     return ("parsed", others, text, lines, hashlib.sha256(text).hexdigest())
 
@@ -68,12 +69,12 @@ def streamed(body: bytes, cuts: list[int]) -> tuple[tuple[Any, ...], bool]:
     try:
         done = paste.text.result(LIMITS)
     except Refused as exc:
-        return ("refused", exc.status, exc.error, exc.message, exc.extra), True
+        return ("refused", refusal_status(exc), exc.error, exc.message, exc.extra), True
     if done is None:  # the full checks of the joined text, as the accept does
         try:
             lines = count_payload_lines(text, LIMITS, utf8=True)
         except Refused as exc:
-            return ("refused", exc.status, exc.error, exc.message, exc.extra), True
+            return ("refused", refusal_status(exc), exc.error, exc.message, exc.extra), True
         return ("parsed", others, text, lines, hashlib.sha256(text).hexdigest()), True
     lines, digest = done
     return ("parsed", others, text, lines, digest), True

@@ -38,20 +38,12 @@ from appliance.reports.cutoff import cut_off, overdue_ids
 from appliance.reports.inbox import InboxReport, RawCallback, due_rows
 from appliance.reports.pruning import prune_inbox, prune_raw_reports
 from appliance.reports.states import FINAL_STATES, REPORTED_FINAL
-from appliance.sending.campaigns import (
-    NewCampaign,
-    create_campaign,
-    expand_chunk,
-    get_campaign,
-)
-from appliance.sending.messages import (
-    NewMessage,
-    claim_due,
-    insert_message,
-    mark_sending,
-    record_outcomes,
-    recover_interrupted,
-)
+from appliance.sending.accept import NewMessage, insert_message
+from appliance.sending.campaign_messages import expand_chunk
+from appliance.sending.campaigns import NewCampaign, create_campaign, get_campaign
+from appliance.sending.claims import claim_due, mark_sending
+from appliance.sending.outcomes import record_outcomes
+from appliance.sending.recovery import recover_interrupted
 from appliance.store import Store, rollups
 from appliance.store.rollups import counts, message_states
 

@@ -8,14 +8,11 @@ from collections import Counter
 
 import apsw
 
+from appliance.sending import campaign_messages, dry_run, steering
 from appliance.sending import campaigns as camp
-from appliance.sending.messages import (
-    NewMessage,
-    claim_due,
-    insert_message,
-    mark_sending,
-    recover_interrupted,
-)
+from appliance.sending.accept import NewMessage, insert_message
+from appliance.sending.claims import claim_due, mark_sending
+from appliance.sending.recovery import recover_interrupted
 from appliance.sending.windows import SendWindow
 from appliance.store import Store
 
@@ -44,7 +41,7 @@ def make_campaign(store: Store, name: str, contacts: int, *, send_at: int | None
         new = camp.NewCampaign(acct, name, PROVIDER, body, f"key-{name}", send_at, window)
         found, _ = camp.create_campaign(c, new, NOW)
         refs = iter(range(10**9))
-        while camp.expand_chunk(c, camp.get_campaign(c, found.id),  # type: ignore[arg-type]
+        while campaign_messages.expand_chunk(c, camp.get_campaign(c, found.id),  # type: ignore[arg-type]
                                 lambda: f"{name}-{next(refs)}", NOW):
             pass
         return found.id
@@ -116,7 +113,7 @@ def test_a_paused_scheduled_or_closed_campaign_is_not_claimed(store: Store) -> N
     make_campaign(store, "closed", 20, window=SendWindow(12 * 60, 18 * 60, "Europe/Istanbul"))
     make_campaign(store, "open", 20, window=SendWindow(9 * 60, 20 * 60, "Europe/Istanbul"))
     acct = store.readers.call(_account)
-    store.writer.call(lambda c: camp.pause_campaign(c, paused, acct, NOW))
+    store.writer.call(lambda c: steering.pause_campaign(c, paused, acct, NOW))
     assert {campaign_of(r) for r in claim(store, 100)} == {"open"}
     assert {campaign_of(r) for r in claim(store, 100, now=NOW + 3_600_000)} == {"later", "closed"}
 
@@ -126,12 +123,12 @@ def test_a_pause_gives_back_what_was_reserved_and_nothing_of_it_can_be_marked(
     cid = make_campaign(store, "p", 30)
     reserved = store.writer.call(lambda c: claim_due(c, PROVIDER, NOW, 10))
     acct = store.readers.call(_account)
-    store.writer.call(lambda c: camp.pause_campaign(c, cid, acct, NOW))
+    store.writer.call(lambda c: steering.pause_campaign(c, cid, acct, NOW))
     assert store.writer.call(lambda c: mark_sending(c, reserved, NOW)) == []
     states = store.readers.call(lambda c: dict(c.execute(
         "SELECT state, count(*) FROM messages WHERE claimed_at IS NULL GROUP BY state")))
     assert states == {"QUEUED": 30}
-    store.writer.call(lambda c: camp.resume_campaign(c, cid, acct, NOW))
+    store.writer.call(lambda c: steering.resume_campaign(c, cid, acct, NOW))
     again = store.writer.call(lambda c: claim_due(c, PROVIDER, NOW, 10))
     marked = store.writer.call(lambda c: mark_sending(c, again, NOW))
     assert len(marked) == 10 and all(m.attempts == 1 for m in marked)
@@ -142,7 +139,7 @@ def test_a_cancel_leaves_nothing_to_send_and_a_reservation_cannot_be_marked(
     cid = make_campaign(store, "c", 30)
     reserved = store.writer.call(lambda c: claim_due(c, PROVIDER, NOW, 10))
     acct = store.readers.call(_account)
-    _, cancelled = store.writer.call(lambda c: camp.cancel_campaign(c, cid, acct, NOW))
+    _, cancelled = store.writer.call(lambda c: steering.cancel_campaign(c, cid, acct, NOW))
     assert cancelled == 30
     assert store.writer.call(lambda c: mark_sending(c, reserved, NOW)) == []
     assert claim(store, 100) == []
@@ -175,13 +172,13 @@ def test_the_campaign_is_personalised_per_contact_and_counts_its_real_parts(
         return acct
 
     acct = store.writer.call(unit)
-    plan = store.readers.call(lambda c: camp.dry_run(c, acct, "n", PROVIDER,
+    plan = store.readers.call(lambda c: dry_run.dry_run(c, acct, "n", PROVIDER,
                                                      "Merhaba {name|Musterimiz}!"))
     assert (plan.messages, plan.parts, plan.ucs2_messages) == (3, 4, 1)
     assert plan.longest.count == 2 and plan.ucs2_because == "Ş"
     cid = store.writer.call(lambda c: camp.create_campaign(c, camp.NewCampaign(
         acct, "n", PROVIDER, "Merhaba {name|Musterimiz}!", "k"), NOW)[0].id)
-    store.writer.call(lambda c: camp.expand_chunk(c, camp.get_campaign(c, cid),  # type: ignore[arg-type]
+    store.writer.call(lambda c: campaign_messages.expand_chunk(c, camp.get_campaign(c, cid),  # type: ignore[arg-type]
                                                   iter(["r1", "r2", "r3"]).__next__, NOW))
     bodies = store.readers.call(lambda c: sorted(str(r[0]) for r in c.execute(
         "SELECT body FROM messages")))

@@ -14,15 +14,10 @@ import apsw
 from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.reports.apply import receive
 from appliance.reports.inbox import InboxReport, RawCallback
-from appliance.sending.messages import (
-    Claimed,
-    NewMessage,
-    claim_due,
-    insert_message,
-    mark_sending,
-    record_outcomes,
-    recover_interrupted,
-)
+from appliance.sending.accept import NewMessage, insert_message
+from appliance.sending.claims import Claimed, claim_due, mark_sending
+from appliance.sending.outcomes import record_outcomes
+from appliance.sending.recovery import recover_interrupted
 from appliance.store import Store
 
 NOW = 1_700_000_000_000

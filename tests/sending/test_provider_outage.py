@@ -18,14 +18,9 @@ import httpx
 
 from appliance.providers.base import Outcome, SubmitResult
 from appliance.providers.http_transport import classify_transport_error
-from appliance.sending.messages import (
-    Claimed,
-    NewMessage,
-    claim_due,
-    insert_message,
-    mark_sending,
-    record_outcomes,
-)
+from appliance.sending.accept import NewMessage, insert_message
+from appliance.sending.claims import Claimed, claim_due, mark_sending
+from appliance.sending.outcomes import record_outcomes
 from appliance.store import Store
 from tests.harness import Server, create_account, free_port, wait_for
 from tests.sending.support import SimulatorProcess, message, provider_config, send

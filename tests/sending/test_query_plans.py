@@ -18,12 +18,8 @@ import apsw
 
 from appliance.providers.base import Outcome, SubmitResult
 from appliance.reports.cutoff import cut_off
-from appliance.sending.messages import (
-    claim_due,
-    mark_sending,
-    record_outcomes,
-    release_claimed,
-)
+from appliance.sending.claims import claim_due, mark_sending, release_claimed
+from appliance.sending.outcomes import record_outcomes
 from appliance.store.schema import migrate, open_connection
 from tests.query_plans import Ran, table_reads, traced
 

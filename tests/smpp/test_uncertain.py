@@ -18,13 +18,9 @@ from appliance.inbound.store import InboundRules
 from appliance.message_text.segments import segment
 from appliance.optout.keywords import Keywords
 from appliance.providers.base import Outcome, PartOutcome, SubmitResult
-from appliance.sending.messages import (
-    NewMessage,
-    claim_due,
-    insert_message,
-    mark_sending,
-    record_outcomes,
-)
+from appliance.sending.accept import NewMessage, insert_message
+from appliance.sending.claims import claim_due, mark_sending
+from appliance.sending.outcomes import record_outcomes
 from appliance.smpp import pdu
 from appliance.smpp.deliver import Deliver, read_deliver
 from appliance.smpp.encoding import payload

@@ -19,14 +19,9 @@ from appliance.providers.base import Outcome, SubmitResult
 from appliance.reports.apply import receive
 from appliance.reports.cutoff import cut_off
 from appliance.reports.inbox import InboxReport, RawCallback
-from appliance.sending.messages import (
-    NewMessage,
-    Recorded,
-    claim_due,
-    insert_message,
-    mark_sending,
-    record_outcomes,
-)
+from appliance.sending.accept import NewMessage, insert_message
+from appliance.sending.claims import claim_due, mark_sending
+from appliance.sending.outcomes import Recorded, record_outcomes
 from appliance.store.schema import migrate, open_connection
 from appliance.webhooks.outbox import (
     Event,

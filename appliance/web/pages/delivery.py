@@ -26,10 +26,11 @@ from starlette.routing import BaseRoute, Route
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.reports.summary import summary
 from appliance.sending import messages as msgs
+from appliance.sending import resolution
+from appliance.sending.checks import MAX_MSISDN_CHARS
 from appliance.sending.message_search import MessageFilter, campaign_choices, search_messages
 from appliance.sending.refs import looks_like_ref
 from appliance.store.connection import Connection
-from appliance.web.api_messages import MAX_MSISDN_CHARS
 from appliance.web.errors import ascii_int
 from appliance.web.pages.chart import HourBar, merge_hours, open_by_hour_svg
 from appliance.web.pages.guard import appliance_of, console_page
@@ -199,7 +200,7 @@ async def messages_page(request: Request, session: ConsoleSession, form: FormDat
         else:
             context["message"] = got[0]
             context["timeline"] = message_timeline(*got)
-            context["resend_warning"] = msgs.RESEND_WARNING
+            context["resend_warning"] = resolution.RESEND_WARNING
     elif query:
         number = normalise_msisdn(query, appliance.settings.imports.default_region)
         if isinstance(number, Invalid):

@@ -20,11 +20,11 @@ from starlette.responses import RedirectResponse, Response
 
 from appliance.ops.storage import is_storage_error
 from appliance.service import Appliance
-from appliance.web.api_imports import read_limited
 from appliance.web.bodies import Watch
 from appliance.web.errors import ApiError, ascii_int, not_stored
 from appliance.web.forms import parse_form
 from appliance.web.pages.render import json_answer, page, wants_json
+from appliance.web.request_reading import read_limited
 from appliance.web.session import (
     CSRF_FIELD,
     ConsoleSession,

@@ -25,7 +25,6 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.imports.accept import (
-    Refused,
     StreamedLineCount,
     check_list_name,
     check_region,
@@ -42,12 +41,14 @@ from appliance.imports.import_job import (
     list_jobs,
     list_lists,
 )
+from appliance.imports.job_requests import queue_rerun
 from appliance.imports.preview import PREVIEW_BYTES, preview
 from appliance.ops.storage import below_reserve
+from appliance.refusals import Invalid, Malformed, Refused, Unavailable
 from appliance.service import Appliance
 from appliance.store.connection import Connection
-from appliance.web.api_imports import job_json, queue_rerun, rejects_response
-from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError, ascii_int
+from appliance.web.errors import STORAGE_RETRY_AFTER_S, ascii_int, refusal_status
+from appliance.web.import_answers import job_json, rejects_response
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.session import ConsoleSession
@@ -81,8 +82,7 @@ async def _payload(form: FormData) -> tuple[bytes, str]:
     chosen = isinstance(upload, UploadFile) and bool(upload.filename)
     pasted = isinstance(text, str) and text.strip() != ""
     if chosen and pasted:
-        raise Refused(422, "ambiguous_list",
-                      "Paste the numbers or choose a file, not both.")
+        raise Invalid("ambiguous_list", "Paste the numbers or choose a file, not both.")
     if chosen and isinstance(upload, UploadFile):
         filename = (upload.filename or "").lower()
         return await upload.read(), "text/csv" if filename.endswith(".csv") else "text/plain"
@@ -127,18 +127,19 @@ async def import_submit(request: Request, session: ConsoleSession, form: FormDat
         total = count_payload_lines(payload, limits)
         reserve = below_reserve(appliance.settings, len(payload))
         if reserve is not None:
-            raise Refused(503, "storage_full", reserve)
+            raise Unavailable("storage_full", reserve)
     except Refused as exc:
+        status = refusal_status(exc)
         if wants_json(request):
-            answer = refusal(request, session, exc.status, exc.error, exc.message, **exc.extra)
+            answer = refusal(request, session, status, exc.error, exc.message, **exc.extra)
         else:
             chosen = _list_name(form)
             answer = await _import_page(
-                request, session, exc.status,
+                request, session, status,
                 {"error": exc.error, "message": exc.message, **exc.extra},
                 chosen if isinstance(chosen, str) else "",
                 raw_region if isinstance(raw_region, str) else "")
-        if exc.status == 503:
+        if status == 503:
             answer.headers["Retry-After"] = str(STORAGE_RETRY_AFTER_S)
         return answer
     key = console_idempotency_key(session.account_id, name, region, payload)
@@ -173,8 +174,9 @@ async def import_preview(request: Request, session: ConsoleSession, form: FormDa
         region = check_region(region_text or None, limits.default_region)
     except Refused as exc:
         if wants_json(request):
-            return refusal(request, session, exc.status, exc.error, exc.message, **exc.extra)
-        return await _import_page(request, session, exc.status,
+            return refusal(request, session, refusal_status(exc), exc.error, exc.message,
+                           **exc.extra)
+        return await _import_page(request, session, refusal_status(exc),
                                   {"error": exc.error, "message": exc.message, **exc.extra},
                                   chosen if isinstance(chosen, str) else "", region_text)
     complete = form.get("partial") != "1"
@@ -227,10 +229,10 @@ async def job_rerun(request: Request, session: ConsoleSession, form: FormData) -
             else None
         key = _form_key(form, job.id)
         new, _ = await queue_rerun(appliance, session.account_id, job.id, list_name, key)
-    except (Refused, ApiError) as exc:
+    except Refused as exc:
         account_id = session.account_id
         lists = await appliance.store.readers.run(lambda c: list_lists(c, account_id))
-        return page(request, "job.html", session, status=exc.status,
+        return page(request, "job.html", session, status=refusal_status(exc),
                     title=f"Import job {job.id}", job=job_json(job),
                     finished=job.state in TERMINAL, again=False, lists=lists,
                     rerun_error=exc.message, rerun_key=secrets.token_urlsafe(18))
@@ -245,7 +247,7 @@ def _form_key(form: FormData, job_id: int) -> str:
     key = form.get("rerun_key")
     if not isinstance(key, str) or not (16 <= len(key) <= 64) \
             or not key.replace("-", "").replace("_", "").isalnum():
-        raise Refused(400, "invalid_form", "This form is incomplete. Reload the page.")
+        raise Malformed("invalid_form", "This form is incomplete. Reload the page.")
     return f"console-rerun:{job_id}:{key}"
 
 

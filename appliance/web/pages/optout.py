@@ -17,11 +17,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from appliance.imports.accept import Refused, check_region
+from appliance.imports.accept import check_region
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.inbound.store import list_inbound
 from appliance.optout import suppressions as sup
 from appliance.optout.suppression_import import MAX_BYTES, MAX_LINES
+from appliance.refusals import Refused
 from appliance.service import Appliance
 from appliance.web.api_optout import (
     check_msisdn,
@@ -31,7 +32,7 @@ from appliance.web.api_optout import (
     search_terms,
     suppression_json,
 )
-from appliance.web.errors import ApiError, ascii_int
+from appliance.web.errors import ApiError, api_error, ascii_int
 from appliance.web.pages.guard import appliance_of, console_page
 from appliance.web.pages.render import page, when
 from appliance.web.session import ConsoleSession
@@ -132,7 +133,7 @@ async def import_list(request: Request, session: ConsoleSession, form: FormData)
         try:
             region = check_region(raw_region or None, appliance.settings.imports.default_region)
         except Refused as exc:
-            raise ApiError(exc.status, exc.error, exc.message) from None
+            raise api_error(exc) from None
         summary = await import_suppressions(appliance, session.account_id, payload, region,
                                             "import")
     except ApiError as exc:

@@ -1,13 +1,13 @@
 """``/send`` and ``/campaigns/{id}``: one message, or a campaign to a list, and its progress.
 
-The checks are the API's own (recipient, body, provider: ``appliance.web.api_messages``)
-and the rows are written by the sender's store units (``insert_message``,
-``create_campaign``). Every send form carries a key made when the form was shown, so
-posting it twice (a double click, a reload) gives back the first message or campaign
-instead of sending again. A campaign is sent only from a confirmation page that
-states how many messages and SMS parts will go out (and why the text is UCS-2 if it
-is); if the list changed in between, it is not sent and the confirmation is shown
-again with the new count.
+The checks and the use cases are the API's own, from the domain
+(:mod:`appliance.sending.checks`, :mod:`appliance.sending.message_requests`,
+:mod:`appliance.sending.campaign_requests`); a refusal is shown on the form. Every send
+form carries a key made when the form was shown, so posting it twice (a double click,
+a reload) gives back the first message or campaign instead of sending again. A
+campaign is sent only from a confirmation page that states how many messages and SMS
+parts will go out (and why the text is UCS-2 if it is); if the list changed in between,
+it is not sent and the confirmation is shown again with the new count.
 """
 
 from __future__ import annotations
@@ -23,15 +23,17 @@ from starlette.routing import BaseRoute, Route
 from appliance.clock import iso
 from appliance.imports.import_job import list_jobs, list_lists, list_summary
 from appliance.ops.storage import below_reserve
-from appliance.optout.suppressions import Suppressed
+from appliance.refusals import Malformed, Refused
 from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
-from appliance.sending import messages as msgs
-from appliance.sending.refs import new_ref
-from appliance.store.connection import Connection
-from appliance.web.api_messages import (
-    campaign_json,
+from appliance.sending.accept import NewMessage
+from appliance.sending.campaign_requests import (
     campaign_rate,
+    plan_campaign,
+    read_progress,
+    start_campaign,
+)
+from appliance.sending.checks import (
     check_body,
     check_longest,
     check_provider,
@@ -39,25 +41,19 @@ from appliance.web.api_messages import (
     check_template,
     check_to,
     check_window,
-    insert_unless_suppressed,
-    suppressed_error,
 )
-from appliance.web.errors import STORAGE_RETRY_AFTER_S, ApiError
+from appliance.sending.dry_run import DryRun, dry_run
+from appliance.sending.message_requests import queue_message
+from appliance.store.connection import Connection
+from appliance.web.errors import STORAGE_RETRY_AFTER_S, refusal_status
 from appliance.web.pages.chart import state_bar_svg, state_groups
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import page
+from appliance.web.sending_json import campaign_json
 from appliance.web.session import ConsoleSession
 
 MAX_ID = 2**62
 KEY_PREFIX = "console:"
-
-
-class ListChanged(Exception):
-    """The list does not hold the number of contacts the confirmation stated."""
-
-    def __init__(self, contacts: int) -> None:
-        super().__init__(f"the list now has {contacts} contacts")
-        self.contacts = contacts
 
 
 def _field(form: FormData, name: str) -> str:
@@ -69,7 +65,7 @@ def _form_key(form: FormData) -> str:
     """The form's send key: made when the form was shown, checked for shape here."""
     key = _field(form, "send_key")
     if not (16 <= len(key) <= 64) or not key.replace("-", "").replace("_", "").isalnum():
-        raise ApiError(400, "invalid_form", "This form is incomplete. Reload the page.")
+        raise Malformed("invalid_form", "This form is incomplete. Reload the page.")
     return KEY_PREFIX + key
 
 
@@ -95,14 +91,14 @@ async def send_form(request: Request, session: ConsoleSession, form: FormData) -
 
 
 def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, Any]:
-    appliance = appliance_of(request)
-    provider = check_provider(appliance, _field(form, "provider") or None)
+    settings = appliance_of(request).settings
+    provider = check_provider(settings, _field(form, "provider") or None)
     out: dict[str, Any] = {
-        "body": check_body(appliance, _field(form, "body"), provider),
+        "body": check_body(settings, _field(form, "body"), provider),
         "provider": provider,
     }
     if need_to:
-        out["to"] = check_to(appliance, _field(form, "to"))
+        out["to"] = check_to(settings, _field(form, "to"))
     else:
         check_template(out["body"])
         out["send_at"] = _send_at(_field(form, "send_at"))
@@ -120,7 +116,7 @@ def _send_at(text: str) -> int | None:
         return None
     if len(text) == 16:  # 2027-01-15T09:00
         text += ":00"
-    return check_send_at(text + "Z" if not text.endswith("Z") else text, 0)
+    return check_send_at(text + "Z" if not text.endswith("Z") else text)
 
 
 SCHEDULE_FIELDS = ("send_at", "window_from", "window_to", "window_tz")
@@ -135,26 +131,18 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
     try:
         key = _form_key(form)
         checked = _checked(request, form, need_to=True)
-    except ApiError as exc:
-        return await _send_page(request, session, exc.status, exc.message, _values(form))
-    new = msgs.NewMessage(account_id=session.account_id, msisdn=checked["to"],
-                          body=checked["body"], provider=checked["provider"],
-                          idempotency_key=key, turkish=appliance.settings.provider(
-                              checked["provider"]).turkish_to(checked["to"]))
-    now = appliance.now_ms()
-    ref = new_ref(now)
-    try:
-        accepted = await appliance.store.writer.run(
-            lambda c: insert_unless_suppressed(c, new, ref, now))
-    except Suppressed as exc:
-        return await _send_page(request, session, 409, suppressed_error(exc).message,
+        new = NewMessage(account_id=session.account_id, msisdn=checked["to"],
+                         body=checked["body"], provider=checked["provider"],
+                         idempotency_key=key, turkish=appliance.settings.provider(
+                             checked["provider"]).turkish_to(checked["to"]))
+        accepted = await queue_message(appliance, new)
+    except Refused as exc:
+        if exc.error == "idempotency_key_reused":
+            return await _send_page(request, session, 409, "This form was already used for"
+                                    " another message. Nothing was sent twice; check the"
+                                    " message below.", _values(form))
+        return await _send_page(request, session, refusal_status(exc), exc.message,
                                 _values(form))
-    except msgs.IdempotencyConflict:
-        return await _send_page(request, session, 409, "This form was already used for another"
-                                " message. Nothing was sent twice; check the message below.",
-                                _values(form))
-    if accepted.created:
-        appliance.scheduler.wake("sender")
     return RedirectResponse(f"/messages?q={accepted.ref}&sent=1", status_code=303)
 
 
@@ -165,22 +153,22 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
     try:
         key = _form_key(form)
         checked = _checked(request, form, need_to=False)
-    except ApiError as exc:
-        return await _send_page(request, session, exc.status, exc.message, _values(form))
+    except Refused as exc:
+        return await _send_page(request, session, refusal_status(exc), exc.message,
+                                _values(form))
     account_id = session.account_id
 
     body, provider = checked["body"], checked["provider"]
     prefixes = appliance.settings.provider(provider).turkish_prefixes
 
-    def read(c: Connection) -> tuple[dict[str, Any] | None, int, camp.DryRun | None]:
+    def read(c: Connection) -> tuple[dict[str, Any] | None, int, DryRun | None]:
         found = list_summary(c, account_id, name) if name else None
         running = 0
         plan = None
         if found is not None:
             running = sum(1 for j in list_jobs(c, account_id, limit=200)
                           if j.list_id == found["id"] and j.state in ("DRAFT", "RUNNING"))
-            plan = camp.dry_run(c, account_id, name, provider, body,
-                                turkish_prefixes=prefixes)
+            plan = dry_run(c, account_id, name, provider, body, turkish_prefixes=prefixes)
         return found, running, plan
 
     found, running_imports, plan = await appliance.store.readers.run(read)
@@ -192,9 +180,10 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
                                 _values(form))
     assert plan is not None
     try:
-        check_longest(appliance, plan, provider)
-    except ApiError as exc:
-        return await _send_page(request, session, exc.status, exc.message, _values(form))
+        check_longest(appliance.settings, plan, provider)
+    except Refused as exc:
+        return await _send_page(request, session, refusal_status(exc), exc.message,
+                                _values(form))
     return page(request, "confirm.html", session, title="Confirm the campaign", list=found,
                 body=body, provider=provider, send_key=key[len(KEY_PREFIX):],
                 running_imports=running_imports, changed_from=None, plan=plan,
@@ -216,73 +205,47 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         key = _form_key(form)
         checked = _checked(request, form, need_to=False)
         if not expected_raw.isascii() or not expected_raw.isdigit() or len(expected_raw) > 12:
-            raise ApiError(400, "invalid_form", "This form is incomplete. Reload the page.")
-    except ApiError as exc:
-        return await _send_page(request, session, exc.status, exc.message, _values(form))
+            raise Malformed("invalid_form", "This form is incomplete. Reload the page.")
+    except Refused as exc:
+        return await _send_page(request, session, refusal_status(exc), exc.message,
+                                _values(form))
     expected = int(expected_raw)
     reserve = below_reserve(appliance.settings)
     if reserve is not None:
         answer = refusal(request, session, 503, "storage_full", reserve)
         answer.headers["Retry-After"] = str(STORAGE_RETRY_AFTER_S)
         return answer
-    account_id = session.account_id
     try:
-        plan = await appliance.store.readers.run(lambda c: camp.dry_run(
-            c, account_id, name, checked["provider"], checked["body"],
-            turkish_prefixes=appliance.settings.provider(checked["provider"]).turkish_prefixes))
-    except camp.NoSuchList as exc:
-        return await _send_page(request, session, 422, str(exc), _values(form))
-    new = camp.NewCampaign(account_id=account_id, list_name=name,
-                           provider=checked["provider"], body=checked["body"],
-                           idempotency_key=key, send_at=checked["send_at"],
-                           window=checked["window"], planned_parts=plan.parts)
-    now = appliance.now_ms()
-
-    def unit(c: Connection) -> tuple[camp.Campaign, bool]:
-        made = c.execute("SELECT 1 FROM campaigns WHERE account_id = ? AND idempotency_key = ?",
-                         (new.account_id, key)).fetchone()
-        if made is None:
-            found = list_summary(c, new.account_id, name)
-            if found is None:
-                raise camp.NoSuchList(f"no list named {name!r}")
-            if found["contacts"] != expected:
-                raise ListChanged(int(found["contacts"]))
-        return camp.create_campaign(c, new, now)
-
-    try:
-        campaign, created = await appliance.store.writer.run(unit)
-    except ListChanged as exc:
-        summary = {"name": name, "contacts": exc.contacts}
-        plan = await appliance.store.readers.run(lambda c: camp.dry_run(
-            c, new.account_id, name, new.provider, new.body,
-            turkish_prefixes=appliance.settings.provider(new.provider).turkish_prefixes))
-        return page(request, "confirm.html", session, status=409, title="Confirm the campaign",
-                    list=summary, body=checked["body"], provider=checked["provider"],
-                    send_key=key[len(KEY_PREFIX):], running_imports=0, changed_from=expected,
-                    plan=plan, suppressed=plan.suppressed, schedule=_schedule(checked),
-                    schedule_values={k: _field(form, k) for k in SCHEDULE_FIELDS})
-    except camp.NoSuchList as exc:
-        return await _send_page(request, session, 422, str(exc), _values(form))
-    except camp.IdempotencyConflict:
-        return refusal(request, session, 409, "already_used",
-                       "This confirmation was already used for another campaign.")
-    if created:
-        appliance.scheduler.wake("campaigns")
+        plan = await plan_campaign(appliance, session.account_id, name, checked["provider"],
+                                   checked["body"])
+        new = camp.NewCampaign(account_id=session.account_id, list_name=name,
+                               provider=checked["provider"], body=checked["body"],
+                               idempotency_key=key, send_at=checked["send_at"],
+                               window=checked["window"], planned_parts=plan.parts)
+        campaign, _ = await start_campaign(appliance, new, expected_contacts=expected)
+    except Refused as exc:
+        if exc.error == "list_changed":
+            summary = {"name": name, "contacts": exc.extra["contacts"]}
+            plan = await plan_campaign(appliance, new.account_id, name, new.provider, new.body)
+            return page(request, "confirm.html", session, status=409,
+                        title="Confirm the campaign", list=summary, body=checked["body"],
+                        provider=checked["provider"], send_key=key[len(KEY_PREFIX):],
+                        running_imports=0, changed_from=expected, plan=plan,
+                        suppressed=plan.suppressed, schedule=_schedule(checked),
+                        schedule_values={k: _field(form, k) for k in SCHEDULE_FIELDS})
+        if exc.error == "idempotency_key_reused":
+            return refusal(request, session, 409, "already_used",
+                           "This confirmation was already used for another campaign.")
+        return await _send_page(request, session, refusal_status(exc), exc.message,
+                                _values(form))
     return RedirectResponse(f"/campaigns/{campaign.id}", status_code=303)
 
 
 async def campaign_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
     campaign_id: int = request.path_params["campaign_id"]
     appliance = appliance_of(request)
-    account_id = session.account_id
-
-    now = appliance.now_ms()
-
-    def read(c: Connection) -> camp.Progress | None:
-        found = camp.get_campaign(c, campaign_id, account_id) if campaign_id <= MAX_ID else None
-        return None if found is None else camp.campaign_progress(c, found, now)
-
-    progress = await appliance.store.readers.run(read)
+    progress = await read_progress(appliance, campaign_id, session.account_id) \
+        if campaign_id <= MAX_ID else None
     if progress is None:
         return refusal(request, session, 404, "not_found", "There is no such campaign.")
     data = campaign_json(progress, campaign_rate(appliance, campaign_id))

@@ -3,10 +3,11 @@ about ``UNCERTAIN`` messages.
 
 Each campaign action is asked first, on a page that states what it will do with the
 counts as they are now ("Cancelling makes the 12,345 messages not yet sent CANCELLED;
-they will never be sent"). The actions are the API's own (``control_campaign``,
-``resolve_all``, ``resolve_one``), so a pause or a cancel answers only once nothing more
-of the campaign can be submitted. A resend always says that the provider may already
-have the message. Who decided is kept in the message's history.
+they will never be sent"). The actions are the API's own use cases
+(:mod:`appliance.sending.campaign_requests`, :mod:`appliance.sending.message_requests`),
+so a pause or a cancel answers only once nothing more of the campaign can be submitted.
+A resend always says that the provider may already have the message. Who decided is
+kept in the message's history.
 """
 
 from __future__ import annotations
@@ -16,20 +17,21 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from appliance.sending import messages as msgs
-from appliance.sending.refs import looks_like_ref
-from appliance.web.api_messages import (
+from appliance.refusals import Refused
+from appliance.sending import resolution
+from appliance.sending.campaign_requests import (
     CONTROLS,
-    campaign_json,
     campaign_rate,
     control_campaign,
     read_progress,
     resolve_all,
-    resolve_one,
 )
-from appliance.web.errors import ApiError
+from appliance.sending.message_requests import resolve_one
+from appliance.sending.refs import looks_like_ref
+from appliance.web.errors import refusal_status
 from appliance.web.pages.guard import appliance_of, console_page, refusal
 from appliance.web.pages.render import page
+from appliance.web.sending_json import campaign_json
 from appliance.web.session import ConsoleSession
 
 MAX_ID = 2**62
@@ -57,7 +59,7 @@ async def confirm(request: Request, session: ConsoleSession, form: FormData) -> 
     if verb not in VERBS or data is None:
         return refusal(request, session, 404, "not_found", "There is no such campaign.")
     return page(request, "campaign_control.html", session, title=f"Campaign {data['id']}",
-                campaign=data, verb=verb, warning=msgs.RESEND_WARNING)
+                campaign=data, verb=verb, warning=resolution.RESEND_WARNING)
 
 
 async def act(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -72,21 +74,21 @@ async def act(request: Request, session: ConsoleSession, form: FormData) -> Resp
         else:
             await resolve_all(appliance, campaign_id, session.account_id, verb,
                               console_actor(session))
-    except ApiError as exc:
-        return refusal(request, session, exc.status, exc.error, exc.message)
+    except Refused as exc:
+        return refusal(request, session, refusal_status(exc), exc.error, exc.message)
     return RedirectResponse(f"/campaigns/{campaign_id}?done={verb}", status_code=303)
 
 
 async def resolve_message(request: Request, session: ConsoleSession, form: FormData) -> Response:
     ref = request.path_params["ref"].upper()
     action = form.get("action")
-    if not looks_like_ref(ref) or action not in msgs.ACTIONS:
+    if not looks_like_ref(ref) or action not in resolution.ACTIONS:
         return refusal(request, session, 404, "not_found", "There is no such message.")
     try:
         await resolve_one(appliance_of(request), ref, session.account_id, str(action),
                           console_actor(session))
-    except ApiError as exc:
-        return refusal(request, session, exc.status, exc.error, exc.message)
+    except Refused as exc:
+        return refusal(request, session, refusal_status(exc), exc.error, exc.message)
     return RedirectResponse(f"/messages?q={ref}&resolved={action}", status_code=303)
 
 

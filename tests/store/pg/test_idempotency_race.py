@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from appliance.imports.import_job import NewJob, create_job, ensure_list, rerun_job
+from appliance.sending.accept import NewMessage, insert_message
 from appliance.sending.campaigns import NewCampaign, create_campaign
-from appliance.sending.messages import NewMessage, insert_message
 from appliance.store.pg import PgConnection
 from tests.store.pg.paused import UnitThread
 

@@ -13,7 +13,8 @@ import httpx
 import psycopg
 import pytest
 
-from appliance.sending.messages import _MAP_ID, resolve_message
+from appliance.sending.outcomes import _MAP_ID
+from appliance.sending.resolution import resolve_message
 from appliance.store import Store, rollups
 from appliance.store.pg import PgConnection
 from appliance.store.schema import migrate as migrate_sqlite

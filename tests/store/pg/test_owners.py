@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 
 from appliance.imports.import_job import claim_runnable
-from appliance.sending.messages import recover_interrupted, recover_orphans
+from appliance.sending.recovery import recover_interrupted, recover_orphans
 from appliance.store.connection import Connection
 from appliance.store.owner import OWNER, dead_owners
 from appliance.store.pg_store import PgStore

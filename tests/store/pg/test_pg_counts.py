@@ -21,7 +21,7 @@ import pytest
 
 from appliance.providers.base import SubmitResult
 from appliance.reports.cutoff import cut_off
-from appliance.sending.messages import claim_due
+from appliance.sending.claims import claim_due
 from appliance.store import rollups
 from appliance.store.connection import Connection
 from appliance.store.pg import PgConnection

@@ -20,14 +20,14 @@ from appliance.reports.apply import settle
 from appliance.reports.cutoff import cut_off
 from appliance.reports.inbox import InboxReport, file_report
 from appliance.reports.states import Verdict
-from appliance.sending.campaigns import (
-    NewCampaign,
-    NotAllowed,
-    cancel_campaign,
-    create_campaign,
-    pause_campaign,
+from appliance.sending.campaigns import NewCampaign, NotAllowed, create_campaign
+from appliance.sending.resolution import (
+    RESEND,
+    NotUncertain,
+    resolve_campaign,
+    resolve_message,
 )
-from appliance.sending.messages import RESEND, NotUncertain, resolve_campaign, resolve_message
+from appliance.sending.steering import cancel_campaign, pause_campaign
 from appliance.store.pg import PgConnection
 from tests.store.pg.paused import PausedAfter, UnitThread
 

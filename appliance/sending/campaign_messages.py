@@ -1,0 +1,93 @@
+"""A campaign's messages: created from its list chunk by chunk, by the ``campaigns`` loop.
+
+Each unit writes up to :data:`EXPANSION_CHUNK` messages and the new position
+(``queued_through``) together, guarded by the old position. Killed between units,
+expansion resumes from the recorded position; the ``UNIQUE (campaign_id, msisdn)``
+index makes a second message for the same number impossible. A contact whose number
+is on the account's suppression list gets its message created ``CANCELLED`` (error
+``suppressed``): counted, never sent. Each message carries the text rendered for its
+contact, with its own encoding and parts (OPS-3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from appliance.message_text.segments import Segmentation, segment
+from appliance.optout.suppressions import SUPPRESSED
+from appliance.sending.campaigns import COLUMNS, PRIORITY_NORMAL, Campaign, campaign_of_row
+from appliance.store.changes import executemany_changes
+from appliance.store.connection import Connection
+
+EXPANSION_CHUNK = 2000
+
+
+def next_to_expand(conn: Connection) -> Campaign | None:
+    """The oldest campaign whose messages are not all created yet (a read unit).
+
+    A paused or scheduled campaign is expanded too (the sender does not claim its
+    messages); a cancelled one is not.
+    """
+    row = conn.execute(
+        f"SELECT {COLUMNS} FROM campaigns c JOIN lists l ON l.id = c.list_id"
+        " WHERE c.state IN ('RUNNING', 'PAUSED') AND c.queued_through < c.last_contact_id"
+        " ORDER BY c.id LIMIT 1"
+    ).fetchone()
+    return None if row is None else campaign_of_row(row)
+
+
+def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str],
+                 now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0,
+                 turkish_prefixes: Sequence[str] = ()) -> int:
+    """Create the messages for the next ``chunk`` contacts (a write unit).
+
+    Returns how many messages were created. The position moves only if it is still
+    where ``campaign`` says and the campaign is not cancelled (two expanders can never
+    both advance it, and a cancel stops it). Each message carries the text rendered
+    for its contact; one whose text needs more than ``max_parts`` parts (when given) is
+    created ``REJECTED``, never sent. Messages are due at ``send_at`` at the earliest.
+    """
+    contacts: list[Any] = conn.execute(
+        "SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL FROM contacts c"
+        " LEFT JOIN suppressions s ON s.account_id = ? AND s.msisdn = c.msisdn"
+        " WHERE c.list_id = ? AND c.id > ? AND c.id <= ? ORDER BY c.id LIMIT ?",
+        (campaign.account_id, campaign.list_id, campaign.queued_through,
+         campaign.last_contact_id, chunk),
+    ).fetchall()
+    through = int(contacts[-1][0]) if contacts else campaign.last_contact_id
+    if len(contacts) < chunk:
+        through = campaign.last_contact_id
+    conn.execute(
+        "UPDATE campaigns SET queued_through = ?, updated_at = ?"
+        " WHERE id = ? AND queued_through = ? AND state <> 'CANCELLED'",
+        (through, now_ms, campaign.id, campaign.queued_through),
+    )
+    if conn.changes() != 1:
+        return 0
+    template = campaign.template
+    due = max(now_ms, campaign.send_at or 0)
+    segs: dict[tuple[str, bool], Segmentation] = {}
+    rows: list[tuple[Any, ...]] = []
+    for _cid, msisdn, name, suppressed in contacts:
+        text = template.render(None if name is None else str(name))
+        key = (text, any(str(msisdn).startswith(p) for p in turkish_prefixes))
+        seg = segs.get(key)
+        if seg is None:
+            seg = segs[key] = segment(*key)
+        # A suppressed contact's message is created CANCELLED (never sent), so the
+        # campaign's counts add up to its total (OPS-4).
+        state, error = ("CANCELLED", SUPPRESSED) if suppressed else ("QUEUED", None)
+        if not suppressed and max_parts and seg.count > max_parts:
+            state, error = "REJECTED", (f"the personalised text needs {seg.count} parts,"
+                                        f" more than the provider's max_parts ({max_parts})")
+        rows.append((new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
+                     text, state, error, due, now_ms, now_ms,
+                     now_ms if state != "QUEUED" else None, seg.encoding, seg.count,
+                     seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts))
+    return executemany_changes(
+        conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
+        " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
+        " encoding, parts, ucs2_because, priority, ucs2_parts)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (campaign_id, msisdn) DO NOTHING", rows)

@@ -1,0 +1,148 @@
+"""What a client asks about campaigns, through the API or the console.
+
+Planning one (the dry run), starting it, steering it (pause, resume, cancel), deciding
+about its ``UNCERTAIN`` messages, and reading its progress. Each runs its unit on the
+store, wakes the loop that has work from it, and says a refusal as a
+:class:`~appliance.refusals.Refused` (the web layer answers it: ``docs/api.md``). The
+checks of what was sent are :mod:`appliance.sending.checks`.
+"""
+
+from __future__ import annotations
+
+from appliance.refusals import Conflict, Invalid, no_such
+from appliance.sending.campaigns import (
+    Campaign,
+    IdempotencyConflict,
+    ListChanged,
+    NewCampaign,
+    NoSuchCampaign,
+    NoSuchList,
+    NotAllowed,
+    Progress,
+    campaign_progress,
+    create_campaign,
+    create_confirmed_campaign,
+    get_campaign,
+)
+from appliance.sending.dry_run import DryRun, dry_run
+from appliance.sending.expansion import LOOP as EXPANSION
+from appliance.sending.resolution import RESEND, resolve_campaign
+from appliance.sending.sender import LOOP as SENDER
+from appliance.sending.steering import cancel_campaign, pause_campaign, resume_campaign
+from appliance.service import Appliance
+from appliance.store.connection import Connection
+
+CONTROLS = ("pause", "resume", "cancel")
+
+
+async def plan_campaign(appliance: Appliance, account_id: int, list_name: str, provider: str,
+                        body: str) -> DryRun:
+    """The dry run: what the campaign would send, after personalisation. Refused:
+    ``unknown_list``. Parts are counted with the Turkish tables for the numbers the
+    provider sends them to (ENC-1)."""
+    prefixes = appliance.settings.provider(provider).turkish_prefixes
+    try:
+        return await appliance.store.readers.run(
+            lambda c: dry_run(c, account_id, list_name, provider, body,
+                              turkish_prefixes=prefixes))
+    except NoSuchList as exc:
+        raise Invalid("unknown_list", str(exc)) from None
+
+
+async def start_campaign(appliance: Appliance, new: NewCampaign, *,
+                         through_contact_id: int | None = None,
+                         expected_contacts: int | None = None) -> tuple[Campaign, bool]:
+    """Write the campaign's row and wake its expansion; returns it and whether it is new.
+
+    The campaign is the list up to ``through_contact_id`` (the contacts its dry run
+    counted) or, with ``expected_contacts``, the list as a confirmation page stated it.
+    The same key gives back the same campaign. Refused: ``idempotency_key_reused``,
+    ``unknown_list`` and, with ``expected_contacts``, ``list_changed`` (with the
+    ``contacts`` the list holds now).
+    """
+    now = appliance.now_ms()
+
+    def unit(c: Connection) -> tuple[Campaign, bool]:
+        if expected_contacts is not None:
+            return create_confirmed_campaign(c, new, now, expected_contacts)
+        return create_campaign(c, new, now, through_contact_id)
+
+    try:
+        campaign, created = await appliance.store.writer.run(unit)
+    except IdempotencyConflict as exc:
+        raise Invalid("idempotency_key_reused", str(exc)) from None
+    except NoSuchList as exc:
+        raise Invalid("unknown_list", str(exc)) from None
+    except ListChanged as exc:
+        raise Conflict("list_changed", str(exc), contacts=exc.contacts) from None
+    if created:
+        appliance.scheduler.wake(EXPANSION)
+    return campaign, created
+
+
+async def control_campaign(appliance: Appliance, campaign_id: int, account_id: int,
+                           verb: str) -> tuple[Campaign, int]:
+    """Pause, resume or cancel (one of :data:`CONTROLS`). For a pause or a cancel the
+    answer waits until none of the campaign's messages is still being sent: from then
+    on nothing more of it is submitted. Returns the campaign and, for a cancel, how
+    many messages it cancelled. Refused: ``not_found``, ``invalid_state`` (with the
+    ``state`` shown)."""
+    now = appliance.now_ms()
+
+    def unit(c: Connection) -> tuple[Campaign, int]:
+        if verb == "pause":
+            return pause_campaign(c, campaign_id, account_id, now), 0
+        if verb == "resume":
+            return resume_campaign(c, campaign_id, account_id, now), 0
+        return cancel_campaign(c, campaign_id, account_id, now)
+
+    try:
+        campaign, count = await appliance.store.writer.run(unit)
+    except NoSuchCampaign:
+        raise no_such("campaign") from None
+    except NotAllowed as exc:
+        raise Conflict("invalid_state", f"cannot {verb} this campaign: {exc}",
+                       state=exc.state) from None
+    if verb == "resume":
+        appliance.scheduler.wake(SENDER)
+    elif appliance.sender is not None:
+        await appliance.sender.settle_campaign(campaign.id)
+    return campaign, count
+
+
+async def resolve_all(appliance: Appliance, campaign_id: int, account_id: int, action: str,
+                      actor: str) -> int:
+    """Decide about every ``UNCERTAIN`` message of a campaign; returns how many.
+    Refused: ``not_found``. A resend wakes the sender."""
+    now = appliance.now_ms()
+
+    def unit(c: Connection) -> int:
+        if get_campaign(c, campaign_id, account_id) is None:
+            raise NoSuchCampaign("no such campaign")
+        return resolve_campaign(c, campaign_id, action, actor, now)
+
+    try:
+        count = await appliance.store.writer.run(unit)
+    except NoSuchCampaign:
+        raise no_such("campaign") from None
+    if count and action == RESEND:
+        appliance.scheduler.wake(SENDER)
+    return count
+
+
+async def read_progress(appliance: Appliance, campaign_id: int,
+                        account_id: int) -> Progress | None:
+    """The account's campaign with its counts as they are now, or ``None``."""
+    now = appliance.now_ms()
+
+    def read(c: Connection) -> Progress | None:
+        found = get_campaign(c, campaign_id, account_id)
+        return None if found is None else campaign_progress(c, found, now)
+
+    return await appliance.store.readers.run(read)
+
+
+def campaign_rate(appliance: Appliance, campaign_id: int) -> float:
+    """Messages of the campaign sent per second lately (0 without a sender)."""
+    sender = appliance.sender
+    return sender.campaign_per_s(campaign_id) if sender is not None else 0.0

@@ -1,0 +1,120 @@
+"""The dry run: what a campaign would send, counted before anything is written (MSG-2).
+
+Counted after personalisation (OPS-3): each contact's text, its encoding and parts,
+and the contacts on the suppression list, whose messages would be created
+``CANCELLED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from appliance.message_text.segments import Segmentation, segment
+from appliance.optout.suppressions import suppressed_count
+from appliance.sending.campaigns import list_id_of
+from appliance.sending.personalise import Template, parse
+from appliance.store.connection import Connection
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a campaign would send, counted after personalisation (MSG-2, OPS-3)."""
+
+    list_name: str
+    provider: str
+    messages: int
+    parts: int
+    suppressed: int
+    longest: Segmentation  # the message with the most parts (then the most units)
+    longest_text: str
+    ucs2_messages: int
+    ucs2_because: str | None
+    personalised: bool
+    contacts: int = 0
+    last_contact_id: int = 0
+    ucs2_parts: int = 0  # what the same messages would take in UCS-2 (ENC-1)
+    turkish_messages: int = 0  # messages that go as GSM-7 Turkish
+
+    @property
+    def encoding(self) -> str:
+        """UCS-2 when any message travels as UCS-2, else GSM-7 Turkish when any does."""
+        if self.ucs2_messages:
+            return "UCS-2"
+        return "GSM-7 Turkish" if self.turkish_messages else "GSM-7"
+
+    @property
+    def segmentation(self) -> Segmentation:
+        return self.longest
+
+
+def _better(seg: Segmentation, than: Segmentation | None) -> bool:
+    return than is None or (seg.count, seg.units) > (than.count, than.units)
+
+
+def turkish_sql(prefixes: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """A SQL truth value over ``c.msisdn``: the number takes the Turkish tables."""
+    if not prefixes:
+        return "0", ()
+    return ("(" + " OR ".join("c.msisdn LIKE ?" for _ in prefixes) + ")",
+            tuple(p + "%" for p in prefixes))
+
+
+def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
+            body: str, template: Template | None = None,
+            turkish_prefixes: Sequence[str] = ()) -> DryRun:
+    """Count what a campaign to ``list_name`` would send (a read unit; writes nothing).
+
+    ``messages`` are the contacts that would be sent to, ``suppressed`` those on the
+    account's suppression list (their messages would be created ``CANCELLED``), and
+    ``parts`` the SMS parts of the texts as each contact would get it. A personalised
+    body is rendered once per distinct name (the text depends on nothing else).
+    ``turkish_prefixes``: the numbers the provider sends the Turkish tables to (ENC-1).
+    """
+    template = template or parse(body)
+    list_id = list_id_of(conn, account_id, list_name)
+    row: Any = conn.execute(
+        "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM contacts WHERE list_id = ?",
+        (list_id,)).fetchone()
+    contacts, last_id = int(row[0]), int(row[1])
+    suppressed = suppressed_count(conn, account_id, list_id)
+    static = segment(template.render(None))
+    if not template.personalised and not turkish_prefixes:
+        sent = contacts - suppressed
+        return DryRun(list_name, provider, sent, sent * static.count, suppressed, static,
+                      template.render(None), sent if static.encoding == "UCS-2" else 0,
+                      static.ucs2_because, False, contacts, last_id, sent * static.ucs2_parts)
+    name_sql = "c.name" if template.personalised else "NULL"
+    turkish, args = turkish_sql(turkish_prefixes)
+    groups: list[Any] = conn.execute(
+        f"SELECT {name_sql}, {turkish}, count(*) FROM contacts c WHERE c.list_id = ?"
+        " AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = ?"
+        " AND s.msisdn = c.msisdn) GROUP BY 1, 2", (*args, list_id, account_id)).fetchall()
+    messages = parts = ucs2 = ucs2_parts = in_turkish = 0
+    longest: Segmentation | None = None
+    longest_text = template.render(None)
+    because: str | None = None  # from the largest group of UCS-2 messages
+    because_count = 0
+    seen: dict[tuple[str, bool], Segmentation] = {}
+    for name, to_turkey, count in groups:
+        text = template.render(None if name is None else str(name))
+        key = (text, bool(to_turkey))
+        seg = seen.get(key)
+        if seg is None:
+            seg = seen[key] = segment(text, key[1])
+        n = int(count)
+        messages += n
+        parts += n * seg.count
+        ucs2_parts += n * seg.ucs2_parts
+        if seg.encoding == "GSM-7 Turkish":
+            in_turkish += n
+        if seg.encoding == "UCS-2":
+            ucs2 += n
+            if n > because_count:
+                because, because_count = seg.ucs2_because, n
+        if _better(seg, longest):
+            longest, longest_text = seg, text
+    return DryRun(list_name, provider, messages, parts, suppressed, longest or static,
+                  longest_text, ucs2, because, template.personalised, contacts, last_id,
+                  ucs2_parts, in_turkish)
