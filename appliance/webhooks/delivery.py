@@ -17,6 +17,13 @@ gets a handful of POSTs, not one per waiting event, and when it answers again ev
 message goes on at once. Every answer but a ``2xx`` is a failure, ``410 Gone``
 included: events are never dropped; the console and the ``outbox_stale`` alert say
 that they wait, and why.
+
+When an event's outcome cannot be written (a full disk, a database that refuses the
+unit), the event stays its message's head in the database, and nothing there says to
+wait. So the loop keeps its own hold, in memory, on the same ladder by the times in a
+row its outcome could not be recorded: the event is not POSTed again before its next
+step (1 s, 5 s, 15 s, 1 min, ...), at most 4 POSTs of one event in a minute whatever
+the disk does, instead of one POST after another as fast as the receiver answers.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ class WebhookDelivery:
         # Events whose outcome was committed while the due heads were being read: that
         # read may predate the commit, so they are not taken from it.
         self._finished: set[int] = set()
+        # Events whose outcome could not be recorded: (times in a row, not before).
+        self._unrecorded: dict[int, tuple[int, int]] = {}
         self._client: httpx.AsyncClient | None = None
 
     def client(self) -> httpx.AsyncClient:
@@ -77,10 +86,11 @@ class WebhookDelivery:
                 return min(POLL_S, (self.gate.paused_until - now) / 1000)
             return POLL_S  # a POST that ends wakes the loop
         self._finished.clear()
-        busy = len(self.inflight)
+        held = {i for i, (_, until) in self._unrecorded.items() if until > now}
+        wanted = free + len(self.inflight) + len(held)
         due, later = await self.appliance.store.readers.run(
-            lambda c: outbox.due_events(c, now, free + busy))
-        skip = self.inflight.keys() | self._finished
+            lambda c: outbox.due_events(c, now, wanted))
+        skip = self.inflight.keys() | self._finished | held
         fresh = [e for e in due if e.id not in skip][:free]
         for event in fresh:
             self.inflight[event.id] = asyncio.create_task(
@@ -100,6 +110,7 @@ class WebhookDelivery:
                              extra={"failures": self.gate.failures})
                 self.gate = Gate()
                 await writer.run(partial(outbox.mark_delivered, event=event, now_ms=now))
+                self._unrecorded.pop(event.id, None)
                 return
             failures = self.gate.failures + 1
             self.gate = Gate(failures, now + next_delay_ms(failures - 1))
@@ -108,10 +119,20 @@ class WebhookDelivery:
             retry_at = now + next_delay_ms(event.attempts)
             await writer.run(partial(outbox.record_failure, event=event, error=error,
                                      retry_at=retry_at, gate=self.gate, now_ms=now))
+            self._unrecorded.pop(event.id, None)
         except asyncio.CancelledError:
             raise
-        except Exception:  # the event stays the head: it is sent again
-            log.exception("webhook event %s: outcome not recorded", event.event_id)
+        except Exception as exc:  # the event stays the head: it is sent again, later
+            times = self._unrecorded.get(event.id, (0, 0))[0] + 1
+            wait_ms = next_delay_ms(times - 1)
+            self._unrecorded[event.id] = (times, self.appliance.now_ms() + wait_ms)
+            if times == 1:
+                log.exception("webhook event %s: outcome not recorded; sent again in"
+                              " %d s", event.event_id, wait_ms // 1000)
+            else:
+                log.warning("webhook event %s: outcome not recorded (%d times in a row:"
+                            " %s: %s); sent again in %d s", event.event_id, times,
+                            type(exc).__name__, exc, wait_ms // 1000)
         finally:
             self.inflight.pop(event.id, None)
             self._finished.add(event.id)
