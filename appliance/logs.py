@@ -5,8 +5,9 @@ an HTTP request is handled carries its ``request_id`` (``X-Request-Id``, see
 :mod:`appliance.ops.request_middleware`).
 
 A line that can come thousands of times a minute (``unknown report``, one per
-report left waiting) goes through :class:`SampledLine`: the first of each interval
-is logged in full, the others are counted into one summary line per interval.
+report left waiting; ``not stored``, one per request refused on a full disk) goes
+through :class:`SampledLine`: the first of each interval is logged in full, the
+others are counted into one summary line per interval.
 
 Logs never carry a full phone number or a configured secret unless asked:
 callers mask numbers with :func:`mask_msisdn`, and a last filter masks anything
@@ -130,20 +131,23 @@ class _Interval:
     started: float
     fields: dict[str, Any]
     count: int = 0  # occurrences after the first, not logged one by one
-    sample: list[str] = field(default_factory=list)
+    sample: list[object] = field(default_factory=list)
 
 
 class SampledLine:
-    """One INFO line that may repeat thousands of times a minute, per group (e.g. per
-    provider): the first occurrence of each ``interval_s`` is logged in full (with
-    ``"count": 1``); the others are logged at DEBUG only, counted, and summed up in one
-    INFO line when the interval ends (``"count": N`` with a ``"sample"`` of their
-    details). Adding up ``count`` over the lines gives every occurrence."""
+    """One line (INFO unless ``level`` says otherwise) that may repeat thousands of
+    times a minute, per group (e.g. per provider, per route): the first occurrence of
+    each ``interval_s`` is logged in full (with ``"count": 1``); the others are logged
+    at DEBUG only, counted, and summed up in one line at ``level`` when the interval
+    ends (``"count": N`` with a ``"sample"`` of their details). Adding up ``count``
+    over the lines gives every occurrence."""
 
     def __init__(self, logger: logging.Logger, message: str, interval_s: float = 10.0,
                  sample: int = 5, detail_key: str = "detail",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 level: int = logging.INFO) -> None:
         self.logger = logger
+        self.level = level
         self.message = message
         self.detail_key = detail_key
         self.interval_s = interval_s
@@ -151,7 +155,7 @@ class SampledLine:
         self.clock = clock
         self._open: dict[str, _Interval] = {}
 
-    def note(self, group: str, detail: str, **fields: Any) -> None:
+    def note(self, group: str, detail: object, **fields: Any) -> None:
         """One occurrence; ``detail`` (a ref) is logged in full or kept as a sample."""
         now = self.clock()
         current = self._open.get(group)
@@ -160,8 +164,8 @@ class SampledLine:
             current = None
         if current is None:
             self._open[group] = _Interval(now, fields)
-            self.logger.info(self.message,
-                             extra={**fields, "count": 1, self.detail_key: detail})
+            self.logger.log(self.level, self.message,
+                            extra={**fields, "count": 1, self.detail_key: detail})
             self._flush_later(group)
             return
         current.count += 1
@@ -174,7 +178,7 @@ class SampledLine:
         for name in [group] if group is not None else list(self._open):
             current = self._open.pop(name, None) if name is not None else None
             if current is not None and current.count:
-                self.logger.info(self.message, extra={
+                self.logger.log(self.level, self.message, extra={
                     **current.fields, "count": current.count, "sample": current.sample,
                     "interval_s": self.interval_s, "summary": True})
 
@@ -191,3 +195,32 @@ class SampledLine:
         current = self._open.get(group)
         if current is not None and self.clock() - current.started >= self.interval_s * 0.99:
             self.flush(group)
+
+
+_SAMPLED: dict[tuple[str, str], SampledLine] = {}
+
+
+def sampled_line(logger: logging.Logger, message: str, *, level: int,
+                 detail_key: str = "error") -> SampledLine:
+    """The one :class:`SampledLine` (10 s intervals) for ``message`` on ``logger``.
+
+    For the lines a full disk repeats (every write refused, every commit failed, every
+    step of a loop that writes failed): one each per 10 s, the rest counted."""
+    key = (logger.name, message)
+    line = _SAMPLED.get(key)
+    if line is None:
+        line = _SAMPLED[key] = SampledLine(logger, message, 10.0, detail_key=detail_key,
+                                           level=level)
+    return line
+
+
+# A request refused because the store could not write (``503 not_stored``): on a full
+# disk every write request is one, so they are summed up per route every 10 s rather
+# than logged one by one (a traceback each was thousands of lines a minute).
+NOT_STORED = sampled_line(logging.getLogger("appliance.http"), "not stored",
+                          level=logging.ERROR)
+
+
+def note_not_stored(route: str, exc: BaseException) -> None:
+    """One request refused because its write unit failed for want of storage."""
+    NOT_STORED.note(route, f"{type(exc).__name__}: {exc}", route=route)

@@ -16,6 +16,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from appliance.logs import sampled_line
+from appliance.ops.storage import is_storage_error
+
 log = logging.getLogger("appliance.scheduler")
 
 Step = Callable[[], Awaitable[float | None]]
@@ -91,7 +94,11 @@ class Scheduler:
             except Exception as exc:  # a failing step must not end the loop
                 loop.errors += 1
                 loop.last_error = f"{type(exc).__name__}: {exc}"
-                log.exception("loop %s failed", loop.name)
+                if is_storage_error(exc):  # each step on a full disk: summed up
+                    sampled_line(log, f"loop {loop.name} failed", level=logging.ERROR).note(
+                        loop.name, loop.last_error)
+                else:
+                    log.exception("loop %s failed", loop.name)
                 delay = loop.interval_s
             loop.step_started = None
             loop.runs += 1

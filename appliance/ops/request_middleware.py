@@ -18,7 +18,7 @@ import time
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from appliance.logs import request_id
+from appliance.logs import request_id, sampled_line
 from appliance.ops.metrics import Metrics
 
 log = logging.getLogger("appliance.http")
@@ -72,6 +72,8 @@ class RequestMiddleware:
             method = str(scope.get("method", "GET"))
             self.metrics.observe_request(template, method if method in METHODS else "OTHER",
                                          status, elapsed)
-            if status >= 500:
-                log.warning("request failed", extra={"route": template, "status": status})
+            if status >= 500:  # summed up per route and status: a full disk fails them all
+                sampled_line(log, "request failed", level=logging.WARNING,
+                             detail_key="status").note(f"{template} {status}", status,
+                                                       route=template)
             request_id.reset(token)

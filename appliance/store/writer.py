@@ -31,6 +31,7 @@ from typing import Any, Final, TypeVar
 
 import apsw
 
+from appliance.logs import sampled_line
 from appliance.store.schema import open_connection
 
 T = TypeVar("T")
@@ -287,7 +288,8 @@ class Writer:
         try:
             conn.execute("COMMIT")
         except apsw.Error as exc:
-            log.error("commit failed: %s", exc)
+            # Summed up every 10 s: a full disk fails every commit.
+            sampled_line(log, "commit failed", level=logging.ERROR).note("commit", str(exc))
             self.stats.failed_commits += 1
             with contextlib.suppress(apsw.Error):
                 conn.execute("ROLLBACK")

@@ -29,8 +29,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.config import ConfigError
-from appliance.logs import SampledLine
+from appliance.logs import SampledLine, note_not_stored
 from appliance.ops.metrics import metrics_for
+from appliance.ops.storage import is_storage_error
 from appliance.providers import AuthError, CallbackRequest, ReportParseError
 from appliance.providers.base import ReportReader
 from appliance.providers.registry import Providers
@@ -168,8 +169,11 @@ async def _callback(request: Request) -> Response:
     try:
         receipt = await appliance.store.writer.run(
             lambda c: receive(c, checked.raw, checked.reports, checked.parse_error, now))
-    except Exception:
-        log.exception("callback for provider %s could not be stored", name)
+    except Exception as exc:
+        if not is_storage_error(exc):
+            log.exception("callback for provider %s could not be stored", name)
+        else:  # a full disk refuses every callback: summed up, not one line each
+            note_not_stored("/callbacks/{provider}", exc)
         raise TRY_AGAIN from None
     note_receipt(name, receipt)
     status, content, media_type = checked.answer

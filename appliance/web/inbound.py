@@ -8,7 +8,8 @@ files its messages, adding the sender of a STOP to the suppression lists
 (:func:`appliance.inbound.store.receive_request`). The answer is the provider's own
 ``2xx`` (Twilio: an empty TwiML ``<Response>``), also for a body that cannot be read
 (kept raw, ``parsed = 0``); the one failure reported is failing to store: ``503`` with
-``Retry-After``, so the provider sends it again.
+``Retry-After``, so the provider sends it again. Every refusal is JSON
+``{"error", "message"}``, as a callback's and the API's are.
 """
 
 from __future__ import annotations
@@ -16,39 +17,49 @@ from __future__ import annotations
 import logging
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.config import ConfigError
 from appliance.inbound.store import InboundRules, receive_request
+from appliance.logs import note_not_stored
+from appliance.ops.storage import is_storage_error
 from appliance.providers import AuthError, CallbackRequest, InboundMessage, InboundParseError
 from appliance.reports.inbox import RawCallback
 from appliance.service import Appliance
 from appliance.web.bodies import read_bounded
+from appliance.web.callbacks import TRY_AGAIN, refusal
+from appliance.web.errors import ApiError
 
 log = logging.getLogger("appliance.inbound")
-
-
-def _plain(status: int, text: str) -> Response:
-    return Response(text + "\n", status_code=status, media_type="text/plain")
+ROUTE = "/inbound/{provider}"
 
 
 async def inbound(request: Request) -> Response:
+    try:
+        return await _inbound(request)
+    except ApiError as exc:
+        return refusal(exc)
+
+
+async def _inbound(request: Request) -> Response:
     appliance: Appliance = request.app.state.appliance
     name = request.path_params["provider"]
     try:
         provider = appliance.providers.get(name)
     except ConfigError as exc:
         log.error("inbound request for provider %s cannot be checked: %s", name, exc)
-        return _plain(503, "provider misconfigured")
+        raise ApiError(503, "provider_misconfigured",
+                       "this provider's settings cannot check inbound requests",
+                       retry_after=60) from None
     if provider is None:
-        return _plain(404, "no such provider")
+        raise ApiError(404, "not_found", "no such provider")
     reader = provider.inbound
     if reader is None:
-        return _plain(404, "this provider has no inbound webhook")
+        raise ApiError(404, "not_found", "this provider has no inbound webhook")
     body = await read_bounded(request, appliance.settings.reports.max_callback_bytes)
     if body is None:
-        return _plain(413, "inbound body too large")
+        raise ApiError(413, "payload_too_large", "inbound body too large")
     query = request.url.query
     url = appliance.settings.callback_base + request.url.path + (f"?{query}" if query else "")
     headers = {k.lower(): v for k, v in request.headers.items()}
@@ -58,7 +69,7 @@ async def inbound(request: Request) -> Response:
         reader.verify(req)
     except AuthError as exc:
         log.warning("inbound request for provider %s refused: %s", name, exc)
-        return _plain(401, "not authenticated")
+        raise ApiError(401, "unauthorized", "not authenticated") from None
     parse_error: str | None = None
     messages: list[InboundMessage] = []
     try:
@@ -72,10 +83,12 @@ async def inbound(request: Request) -> Response:
     try:
         receipt = await appliance.store.writer.run(
             lambda c: receive_request(c, rules, raw, messages, parse_error, now))
-    except Exception:
-        log.exception("inbound request for provider %s could not be stored", name)
-        return JSONResponse({"error": "not_stored", "message": "try again"}, status_code=503,
-                            headers={"Retry-After": "5"})
+    except Exception as exc:
+        if not is_storage_error(exc):
+            log.exception("inbound request for provider %s could not be stored", name)
+        else:  # a full disk refuses every request: summed up, not one line each
+            note_not_stored(ROUTE, exc)
+        raise TRY_AGAIN from None
     if receipt.error is not None:
         log.warning("inbound request %s from %s kept raw, not read: %s", receipt.raw_id, name,
                     receipt.error)

@@ -11,10 +11,11 @@
 * **Last resort**: an exception no handler turned into an answer becomes a JSON
   answer: a storage error (disk full or failing, see :mod:`appliance.ops.storage`)
   is ``503 {"error": "not_stored"}`` with ``Retry-After``, since its write unit was
-  rolled back; anything else is logged once, with its traceback, and answered
-  ``500 {"error": "internal_error"}``. No input is meant to get here: the fuzz test
-  over every route checks that none does. A client that went away mid-request needs
-  no answer and logs nothing.
+  rolled back (logged as a sampled line per route, :data:`appliance.logs.NOT_STORED`:
+  on a full disk every write is refused); anything else is logged once, with its
+  traceback, and answered ``500 {"error": "internal_error"}``. No input is meant to
+  get here: the fuzz test over every route checks that none does. A client that went
+  away mid-request needs no answer and logs nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from appliance.logs import note_not_stored
 from appliance.ops.storage import is_storage_error
 from appliance.web.bodies import BodyBudget
 from appliance.web.errors import not_stored
@@ -83,7 +85,7 @@ class LastResort:
     def _answer(scope: Scope, exc: Exception) -> Response:
         route = str(getattr(scope.get("route"), "path", "") or "unmatched")
         if is_storage_error(exc):
-            log.error("not stored: %s: %s", type(exc).__name__, exc, extra={"route": route})
+            note_not_stored(route, exc)
             return not_stored().response()
         log.exception("unexpected error", extra={"route": route})
         return JSONResponse({"error": "internal_error",

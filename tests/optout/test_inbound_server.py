@@ -251,6 +251,19 @@ def test_a_bad_signature_is_401_and_nothing_is_stored(rig: Rig) -> None:
     assert rig.anon.post("/inbound/nobody", content=b"x").status_code == 404
 
 
+def test_every_refusal_is_json_like_the_rest_of_the_api(rig: Rig) -> None:
+    def refused(answer: httpx.Response, status: int, error: str) -> None:
+        assert answer.status_code == status, answer.text
+        assert answer.headers["content-type"].startswith("application/json")
+        assert answer.json()["error"] == error and answer.json()["message"]
+
+    refused(rig.anon.post("/inbound/gw", headers=JSON, content=b'{"id": "g"}'),
+            401, "unauthorized")
+    refused(rig.anon.post("/inbound/nobody", content=b"x"), 404, "not_found")
+    refused(rig.anon.post("/inbound/gw", headers=JSON, content=b"x" * (300 * 1024)),
+            413, "payload_too_large")
+
+
 def test_an_unreadable_inbound_is_kept_raw_and_answered_2xx(rig: Rig) -> None:
     raw_before, inbound_before, supp_before = counts(rig)
     bodies = [b'{"id": 7, "from": "+905328200002"}', b"[1, 2]", b"not json at all",

@@ -10,7 +10,6 @@ A handler whose write the disk did not take (full or failing) answers ``503`` wi
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
@@ -18,6 +17,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from appliance.logs import note_not_stored
 from appliance.ops.storage import is_storage_error
 from appliance.service import Appliance
 from appliance.web.bodies import Watch
@@ -33,7 +33,6 @@ from appliance.web.session import (
     tokens_match,
 )
 
-log = logging.getLogger("appliance.http")
 SMALL_FORM_BYTES = 64 * 1024
 Handler = Callable[[Request, ConsoleSession, FormData], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -109,8 +108,7 @@ def console_page(handler: Handler, body_limit: BodyLimit | None = None,
         except Exception as exc:
             if not is_storage_error(exc):
                 raise
-            log.error("not stored: %s: %s", type(exc).__name__, exc,
-                      extra={"route": request.url.path})
+            note_not_stored(request.url.path, exc)
             refused = not_stored()
             answer = refusal(request, session, refused.status, refused.error, refused.message)
             answer.headers["Retry-After"] = str(refused.retry_after)
