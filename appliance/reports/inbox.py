@@ -12,6 +12,7 @@ Everything here is a part of a write unit: functions of the writer's connection.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from appliance.providers import ParsedReport
@@ -49,6 +50,16 @@ class InboxReport:
     reported_at: int  # provider clock, epoch ms; 0 when it sent none
     state: str  # our mapped state
     error_code: str | None = None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(reports: list[InboxReport]) -> bool:
+    """No text field holds a lone surrogate (``"x\\ud800"`` in JSON): neither SQLite nor
+    PostgreSQL can store it as text, so such a report is kept raw, not filed."""
+    return not any(isinstance(v, str) and _SURROGATE.search(v) is not None
+                   for r in reports for v in vars(r).values())
 
 
 def from_parsed(provider: str, parsed: ParsedReport) -> InboxReport:

@@ -20,7 +20,6 @@ on its own port.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -36,13 +35,12 @@ from appliance.providers import AuthError, CallbackRequest, ReportParseError
 from appliance.providers.base import ReportReader
 from appliance.providers.registry import Providers
 from appliance.reports.apply import Receipt, receive
-from appliance.reports.inbox import InboxReport, RawCallback, from_parsed
+from appliance.reports.inbox import InboxReport, RawCallback, from_parsed, storable
 from appliance.service import Appliance
 from appliance.web.bodies import read_bounded
 from appliance.web.errors import ApiError
 
 log = logging.getLogger("appliance.callbacks")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # The line the field note counts: a report whose message we cannot match yet. Under a
 # race there are thousands a minute, so each provider's are summed up every 10 s.
 UNKNOWN_REPORT = SampledLine(log, "unknown report", interval_s=10.0, detail_key="ref")
@@ -61,12 +59,6 @@ class Checked:
     parse_error: str | None
     answer: tuple[int, bytes, str]  # the adapter's (status, body, content type)
     signed_age_s: float | None
-
-
-def _storable(reports: list[InboxReport]) -> bool:
-    """No text field holds a lone surrogate (SQLite could not store it as text)."""
-    return not any(isinstance(v, str) and _SURROGATE.search(v) is not None
-                   for r in reports for v in vars(r).values())
 
 
 def _path_and_query(request: Request) -> tuple[str, str]:
@@ -118,7 +110,7 @@ def check(reader: ReportReader, name: str, method: str, url: str, query: str,
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         # A body the adapter did not expect at all: kept raw like any unparsable one.
         parse_error = f"unreadable ({type(exc).__name__})"
-    if parse_error is None and not _storable(reports):
+    if parse_error is None and not storable(reports):
         parse_error, reports = "a report field is not valid Unicode text", []
     raw = RawCallback(provider=name, method=method,
                       content_type=headers.get("content-type", ""), query=query, body=body)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
+
+import apsw
 
 from appliance.config import ProviderSettings
 from appliance.providers import build_adapter
@@ -10,7 +14,17 @@ from appliance.reports.apply import receive
 from appliance.reports.inbox import RawCallback
 from appliance.reports.reparse import reparse
 from appliance.store import Store
-from tests.reports.support import PROVIDER, SECRET, add_account, add_message, message, one
+from tests.edge.support import edge_config
+from tests.harness import Server, db_rows, wait_for
+from tests.reports.support import (
+    PROVIDER,
+    SECRET,
+    add_account,
+    add_message,
+    message,
+    one,
+    post_report,
+)
 
 NOW = 1_767_225_600_000
 
@@ -43,3 +57,42 @@ def test_a_quarantined_callback_that_now_parses_is_filed_and_applied(store: Stor
     again, _ = store.writer.call(
         lambda c: reparse(c, {PROVIDER: adapter}, NOW + 6, after_id=0, limit=10))
     assert again.reports == 0  # nothing filed twice
+
+
+def test_a_callback_that_cannot_be_filed_is_skipped_and_the_rest_are_read(
+        tmp_path: Path) -> None:
+    """A real server: a signed callback with a lone surrogate is kept quarantined; the
+    re-reading at the next start skips and counts it, and reads the one after it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    server = Server(data, config=edge_config(tmp_path / "appliance.toml"))
+    server.start()
+    try:
+        with server.client() as anon:
+            lone = (b'{"ref": "x\\ud800", "status": "delivered",'
+                    b' "reported_at": "2026-01-01T00:00:00Z"}')
+            assert post_report(anon, lone).status_code == 200
+        server.stop()
+        # A callback an older parser could not read, quarantined after the first one.
+        good = json.dumps({"ref": "LATER00000000001", "status": "delivered",
+                           "reported_at": "2026-01-01T00:00:01Z"}).encode()
+        db = apsw.Connection(str(data / "appliance.db"))
+        try:
+            db.execute("INSERT INTO raw_reports (provider, method, content_type, query, body,"
+                       " received_at, parsed, error) VALUES (?, 'POST', 'application/json',"
+                       " '', ?, 0, 0, 'old parser failed')", (PROVIDER, good))
+        finally:
+            db.close()
+        server.start()  # the re-reading runs at every start
+
+        def read_again() -> list[Any] | None:
+            rows = db_rows(data, "SELECT parsed, error FROM raw_reports ORDER BY id")
+            return rows if [r[0] for r in rows] == [0, 1] else None
+
+        rows = wait_for(read_again, 30, interval=0.1, message="the second callback read")
+        assert "not valid Unicode" in str(rows[0][1])
+        assert db_rows(data, "SELECT ref FROM report_inbox") == [("LATER00000000001",)]
+        wait_for(lambda: "skipped on a second look" in server.log(), 10,
+                 message="the skipped callback logged")
+    finally:
+        server.stop()
