@@ -56,10 +56,12 @@ def fail(message: str) -> None:
 class Commands(click.Group):
     """The commands, with the two that bring a provider simulator (``demo`` and
     ``simulator``) imported only when one of them runs or ``--help`` lists them: every
-    other command starts without loading the simulators."""
+    other command starts without loading the simulators. ``proxy-config`` is loaded the
+    same way, being needed once per installation."""
 
     LAZY: ClassVar[dict[str, tuple[str, str]]] = {
         "demo": ("appliance.demo", "demo_command"),
+        "proxy-config": ("appliance.proxy.command", "proxy_config_command"),
         "simulator": ("appliance.simulator.command", "simulator_command"),
     }
 
