@@ -23,8 +23,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The suite on $(WORKERS) workers (tests/workers.py says how it is shared out), stopping at
+# the first failure; then the few tests that time something (marker `serial`), alone.
+WORKERS ?= 2
 unit: $(STAMP)
-	$(BIN)/pytest -q -x --durations=15
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup --no-loadscope-reorder --maxfail=1 \
+		-m "not serial" --durations=15
+	$(BIN)/pytest -q -x -p no:xdist -m serial --durations=5
 
 test: lint typecheck unit
 

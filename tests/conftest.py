@@ -20,7 +20,7 @@ import pytest
 from hypothesis import settings
 
 from appliance.store import Store
-from tests import binary_build
+from tests import binary_build, workers
 from tests.harness import ROOT, Server, create_account
 from tests.pg_server import pg_server, pg_url
 
@@ -33,20 +33,49 @@ settings.register_profile("ci", derandomize=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+def _in_worker(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker (``pytest -n``)."""
+    return hasattr(config, "workerinput")
+
+
+def _distributing(config: pytest.Config) -> bool:
+    """Whether this process is the controller of pytest-xdist workers."""
+    return getattr(config.option, "dist", "no") != "no" and not _in_worker(config)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _distributing(config):
+        binary_build.share_with_workers()
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile the appliance's modules once, so the hundreds of ``appliance`` processes
     the tests start load bytecode instead of compiling every module again (where
     ``PYTHONDONTWRITEBYTECODE`` is set, no process would keep what it compiled)."""
-    if sys.dont_write_bytecode:
+    if sys.dont_write_bytecode and not _in_worker(session.config):
         compileall.compile_dir(str(ROOT / "appliance"), quiet=1, workers=0)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    binary_build.start_if_needed([item.nodeid for item in session.items])
+    if not _in_worker(session.config):
+        binary_build.start_if_needed([item.nodeid for item in session.items])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """In the controller: start the one binary build of the session (workers wait)."""
+    binary_build.start_if_needed(ids)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """How ``pytest -n --dist loadgroup`` shares the tests out (see ``tests/workers.py``)."""
+    workers.plan(config, items)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    binary_build.stop()
+    if not _in_worker(session.config):
+        binary_build.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -71,6 +71,7 @@ def test_sigterm_during_a_report_flood_loses_no_acknowledged_report(
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # times itself: run alone (Makefile)
 def test_sigterm_while_a_campaign_sends_exits_within_3_s_and_records_every_batch(
         tmp_path: Path, data_dir: Path) -> None:
     """The provider pushes its receipts before it answers (the race); stopping must not

@@ -173,6 +173,7 @@ def test_a_campaign_with_uncertain_messages_is_not_done_until_they_are_resolved(
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # times itself: run alone (Makefile)
 def test_a_single_message_is_submitted_within_2s_during_a_20000_message_campaign(
         tmp_path: Path) -> None:
     sim = SimulatorProcess(tmp_path, "--silent-rate", "1").start()

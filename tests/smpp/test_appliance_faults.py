@@ -245,6 +245,7 @@ source_addr = "ACME"
         assert "smpp down: cannot transceiver-bind" in r.server.log()
 
 
+@pytest.mark.serial  # times itself: run alone (Makefile)
 def test_sigterm_mid_campaign_unbinds_within_the_budget_and_records_every_batch(
         tmp_path: Path) -> None:
     flags = ("--seed", "12", "--delay-min-ms", "0", "--delay-max-ms", "20",
