@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.imports.chunk import parse_chunk  # noqa: E402
-from appliance.imports.parse_process import Window  # noqa: E402
+from appliance.imports.windows import Window  # noqa: E402
 from appliance.store.schema import migrate, open_connection  # noqa: E402
 from tests.imports.corpus import make_corpus  # noqa: E402
 

@@ -5,9 +5,42 @@ Pure CPU work (no store access), so it can run in a worker thread or process.
 
 from __future__ import annotations
 
-from appliance.imports.import_job import Chunk, ChunkRow, rejected_row
+from dataclasses import dataclass
+
 from appliance.imports.lines import Entry, ParseError, iter_lines, looks_like_header, parse_line
 from appliance.imports.normalise import Invalid, normalise_msisdn
+
+# A rejected line is kept up to this many characters, with its full length beside it.
+REJECT_LINE_KEEP = 1000
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One non-blank line's outcome, as the parser decided it."""
+
+    line_number: int
+    msisdn: str | None  # None: rejected
+    name: str | None = None
+    line: str = ""
+    reason: str = ""
+    header: bool = False
+    line_length: int = 0  # of the whole line, when ``line`` was cut to REJECT_LINE_KEEP
+
+
+def rejected_row(line_number: int, text: str, reason: str) -> ChunkRow:
+    """A rejected line's outcome; a long line is kept shortened, with its length."""
+    return ChunkRow(line_number, None, line=text[:REJECT_LINE_KEEP], reason=reason,
+                    line_length=len(text))
+
+
+@dataclass(frozen=True)
+class Chunk:
+    job_id: int
+    from_processed: int
+    to_processed: int
+    to_offset: int
+    rows: list[ChunkRow]
+    blank: int
 
 
 def parse_chunk(

@@ -22,10 +22,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from appliance.imports.apply_window import apply_parsed
 from appliance.imports.import_job import (
     ImportJob,
     JobMoved,
-    apply_parsed,
     claim_runnable,
     fail_job,
     load_payload,
@@ -38,11 +38,9 @@ from appliance.imports.parse_process import (
     ChildGone,
     ChildParser,
     LocalParser,
-    ParsedChunk,
-    PayloadGone,
-    Request,
     parser_processes,
 )
+from appliance.imports.windows import ParsedChunk, PayloadGone, Request
 from appliance.service import Appliance
 from appliance.store.connection import Connection
 

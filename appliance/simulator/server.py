@@ -39,10 +39,7 @@ import logging
 import random
 import secrets
 import time
-from collections import Counter
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -52,38 +49,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from appliance.message_text.segments import segment
-from appliance.outgoing_http import async_client
-from appliance.providers.vonage import vonage_signature
 from appliance.simulator.behaviour import Behaviour
+from appliance.simulator.receipts import Receipt, ReceiptPush, RefStats
 from appliance.simulator.smsc import SmscSimulator
+from appliance.simulator.vonage_format import answer as _answer
+from appliance.simulator.vonage_format import entry as _entry
+from appliance.simulator.vonage_format import inbound_params, receipt_params
 
 log = logging.getLogger("appliance.simulator")
 MAX_SCRIPT = 10_000
 INTERMEDIATE_WORDS = ("accepted", "buffered")
-
-
-@dataclass
-class RefStats:
-    received: int = 0  # submissions that reached us with this client-ref
-    received_ms: list[int] = field(default_factory=list)  # when each arrived (wall clock)
-    accepted: int = 0  # of those, answered with status 0 for at least one part
-    message_id: str = ""  # the first part's id
-    message_ids: list[str] = field(default_factory=list)  # one per part taken, in order
-    parts: int = 0  # parts the last accepted submission was split into
-    final: str | None = None  # the message's final word: its worst part's (None: silent)
-    part_finals: list[str] = field(default_factory=list)  # each reported part's final word
-    reports: list[str] = field(default_factory=list)  # status words pushed, in push order
-    delivered: int = 0  # receipts acknowledged with a 2xx
-    final_acked: bool = False  # every part's final receipt was taken at least once
-    finals_waiting: set[str] = field(default_factory=set)  # part ids whose final is not taken
-
-
-@dataclass
-class Receipt:
-    url: str
-    params: dict[str, str]
-    ref: str
-    final: bool = False
 
 
 class Simulator:
@@ -100,16 +75,7 @@ class Simulator:
         self.submissions = 0
         self.throttled = 0
         self.unknown_refs_reported = 0
-        self.delivery_status: Counter[str] = Counter()
-        self.reports_pushed = 0
-        self.reports_acknowledged = 0
-        self.reports_given_up = 0
-        self.pending = 0
-        self.last_report_ms = 0
-        self.last_final_report_ms = 0  # when the last ref's first final receipt was taken
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._idle: asyncio.Queue[httpx.AsyncClient] | None = None
-        self._clients: list[httpx.AsyncClient] = []
+        self.receipts = ReceiptPush(self.behaviour, self.refs)
         self.app = Starlette(routes=[
             Route("/sms/json", self.submit, methods=["POST"]),
             Route("/_sim/stats", self.stats, methods=["GET"]),
@@ -131,32 +97,8 @@ class Simulator:
         finally:
             await self.close()
 
-    def idle_clients(self) -> asyncio.Queue[httpx.AsyncClient]:
-        """One-connection clients for pushing receipts; taking one is taking a slot."""
-        if self._idle is None:
-            self._idle = asyncio.Queue()
-            for _ in range(max(1, self.behaviour.report_concurrency)):
-                client = async_client(
-                    timeout=10.0,
-                    limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
-                self._clients.append(client)
-                self._idle.put_nowait(client)
-        return self._idle
-
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=2)
-        for client in self._clients:
-            await client.aclose()
-        self._clients.clear()
-        self._idle = None
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        await self.receipts.close()
 
     # -- submissions -------------------------------------------------------------------
     async def submit(self, request: Request) -> Response:
@@ -246,7 +188,7 @@ class Simulator:
         if b.unknown_ref_rate and rng.random() < b.unknown_ref_rate:
             self.unknown_refs_reported += 1
             ghost = "GHOST" + secrets.token_hex(8).upper()
-            self._later(Receipt(url, self._receipt(to, ghost, secrets.token_hex(8).upper(),
+            self.receipts.later(Receipt(url, self._receipt(to, ghost, secrets.token_hex(8).upper(),
                                                    self._final_word(), time.time()), ghost),
                         self._delay_s())
         if b.silent_rate and rng.random() < b.silent_rate:
@@ -291,32 +233,21 @@ class Simulator:
         for receipt in now + in_order + later:
             stats.reports.append(receipt.params["status"])
         if in_order:
-            self._in_sequence(in_order, self._delay_s())
+            self.receipts.in_sequence(in_order, self._delay_s())
         if b.early_reports and rng.random() < b.early_reports:
             for receipt in now:
                 # Pushed before the submission is answered, once: a receipt that does
                 # not get through is retried in the background (as a provider's
                 # webhook queue does), so the submission's answer never waits on it.
-                if not await self._push(receipt, inline=True, tries=1):
-                    self._later(receipt, 0.2)
+                if not await self.receipts.push(receipt, inline=True, tries=1):
+                    self.receipts.later(receipt, 0.2)
         else:
             delay = self._delay_s()
             for i, receipt in enumerate(now):
-                self._later(receipt, delay + i * 0.01)
+                self.receipts.later(receipt, delay + i * 0.01)
         base = self._delay_s()
         for i, receipt in enumerate(later):
-            self._later(receipt, base + 0.05 * (i + 1))
-
-    def _in_sequence(self, receipts: list[Receipt], delay_s: float) -> None:
-        """Push ``receipts`` one after the other, each once the previous was taken."""
-        self.pending += len(receipts)
-
-        async def run() -> None:
-            await asyncio.sleep(delay_s)
-            for receipt in receipts:
-                await self._push(receipt, inline=False, counted=True)
-
-        self._spawn(run())
+            self.receipts.later(receipt, base + 0.05 * (i + 1))
 
     def _delay_s(self) -> float:
         b = self.behaviour
@@ -324,102 +255,23 @@ class Simulator:
 
     def _receipt(self, to: str, ref: str, message_id: str, status: str,
                  at_s: float) -> dict[str, str]:
-        b = self.behaviour
-        when = datetime.fromtimestamp(at_s, tz=UTC)
-        params = {
-            "msisdn": to,
-            "to": "APPLIANCE",
-            "network-code": "28601",
-            "messageId": message_id,
-            "price": "0.03330000",
-            "status": status,
-            "scts": when.strftime("%y%m%d%H%M"),
-            "err-code": "0" if status in ("delivered", "accepted", "buffered") else "1",
-            "api-key": b.api_key,
-            "client-ref": ref,
-            "message-timestamp": when.strftime("%Y-%m-%d %H:%M:%S"),
-            "timestamp": str(int(time.time())),
-            "nonce": secrets.token_hex(16),
-        }
-        if b.signature_secret:
-            params["sig"] = vonage_signature(params, b.signature_secret, b.signature_method)
-        return params
-
-    def _later(self, receipt: Receipt, delay_s: float) -> None:
-        self.pending += 1
-
-        async def run() -> None:
-            await asyncio.sleep(delay_s)
-            await self._push(receipt, inline=False, counted=True)
-
-        self._spawn(run())
-
-    async def _push(self, receipt: Receipt, inline: bool, counted: bool = False,
-                    tries: int | None = None) -> bool:
-        """Deliver one receipt, retrying on errors and non-2xx answers (``tries`` times,
-        default ``report_retries``); whether it was taken."""
-        if inline and not counted:
-            self.pending += 1
-        b = self.behaviour
-        idle = self.idle_clients()
-        delay = 0.2
-        attempts = max(1, b.report_retries if tries is None else tries)
-        try:
-            for attempt in range(attempts):
-                self.reports_pushed += 1
-                client = await idle.get()
-                try:
-                    resp = await self._send(client, receipt)
-                    code = str(resp.status_code)
-                except httpx.HTTPError as exc:
-                    code = type(exc).__name__
-                finally:
-                    idle.put_nowait(client)
-                self.delivery_status[code] += 1
-                if code.startswith("2"):
-                    self.reports_acknowledged += 1
-                    self.last_report_ms = time.time_ns() // 1_000_000
-                    stats = self.refs.get(receipt.ref)
-                    if stats is not None:
-                        stats.delivered += 1
-                        if receipt.final:
-                            stats.finals_waiting.discard(receipt.params["messageId"])
-                            if not stats.finals_waiting and not stats.final_acked:
-                                stats.final_acked = True
-                                self.last_final_report_ms = self.last_report_ms
-                    return True
-                if attempt + 1 < attempts:
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
-            if tries is None:
-                self.reports_given_up += 1
-            return False
-        finally:
-            self.pending -= 1
-
-    async def _send(self, client: httpx.AsyncClient, receipt: Receipt) -> httpx.Response:
-        fmt = self.behaviour.report_format
-        if fmt == "json":
-            return await client.post(receipt.url, content=json.dumps(receipt.params),
-                                     headers={"Content-Type": "application/json"})
-        if fmt == "get":
-            return await client.get(receipt.url, params=receipt.params)
-        return await client.post(receipt.url, data=receipt.params)
+        return receipt_params(self.behaviour, to, ref, message_id, status, at_s)
 
     # -- test hooks --------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
+        push = self.receipts
         return {
             "submissions": self.submissions,
             "duplicates_submitted": self.duplicates_submitted,
             "throttled": self.throttled,
-            "reports_pushed": self.reports_pushed,
-            "reports_acknowledged": self.reports_acknowledged,
-            "reports_given_up": self.reports_given_up,
+            "reports_pushed": push.reports_pushed,
+            "reports_acknowledged": push.reports_acknowledged,
+            "reports_given_up": push.reports_given_up,
             "unknown_refs_reported": self.unknown_refs_reported,
-            "pending_reports": self.pending,
-            "last_report_ms": self.last_report_ms,
-            "last_final_report_ms": self.last_final_report_ms,
-            "delivery_status": dict(self.delivery_status),
+            "pending_reports": push.pending,
+            "last_report_ms": push.last_report_ms,
+            "last_final_report_ms": push.last_final_report_ms,
+            "delivery_status": dict(push.delivery_status),
             "refs": {
                 ref: {"received": s.received, "received_ms": s.received_ms,
                       "accepted": s.accepted,
@@ -447,28 +299,7 @@ class Simulator:
     def inbound_params(self, sender: str, to: str, text: str, message_id: str,
                        concat: tuple[str, int, int] | None = None) -> dict[str, str]:
         """One inbound SMS (or one part of one) as Vonage's inbound webhook sends it."""
-        b = self.behaviour
-        now = datetime.now(tz=UTC)
-        words = text.split()
-        params = {
-            "msisdn": sender.removeprefix("+"),
-            "to": to,
-            "messageId": message_id,
-            "text": text,
-            "type": "text" if text.isascii() else "unicode",
-            "keyword": words[0].upper() if words else "",
-            "api-key": b.api_key,
-            "message-timestamp": now.strftime("%Y-%m-%d %H:%M:%S"),
-            "timestamp": str(int(now.timestamp())),
-            "nonce": secrets.token_hex(16),
-        }
-        if concat is not None:
-            ref, part, total = concat
-            params.update({"concat": "true", "concat-ref": ref, "concat-part": str(part),
-                           "concat-total": str(total)})
-        if b.signature_secret:
-            params["sig"] = vonage_signature(params, b.signature_secret, b.signature_method)
-        return params
+        return inbound_params(self.behaviour, sender, to, text, message_id, concat)
 
     async def inbound(self, request: Request) -> Response:
         try:
@@ -492,19 +323,19 @@ class Simulator:
         pieces = [text[i * size:(i + 1) * size] for i in range(parts)] if parts > 1 else [text]
         ref = secrets.token_hex(2).upper()
         statuses: list[int | str] = []
-        client = await self.idle_clients().get()
+        client = await self.receipts.idle_clients().get()
         try:
             for i, piece in enumerate(pieces, start=1):
                 concat = (ref, i, parts) if parts > 1 else None
                 part_id = message_id if parts == 1 else f"{message_id}-{i}"
                 params = self.inbound_params(data["from"], to, piece, part_id, concat)
                 try:
-                    resp = await self._send(client, Receipt(url, params, ""))
+                    resp = await self.receipts.send(client, Receipt(url, params, ""))
                     statuses.append(resp.status_code)
                 except httpx.HTTPError as exc:
                     statuses.append(type(exc).__name__)
         finally:
-            self.idle_clients().put_nowait(client)
+            self.receipts.idle_clients().put_nowait(client)
         return JSONResponse({"messageId": message_id, "statuses": statuses})
 
     async def reset(self, request: Request) -> Response:
@@ -537,22 +368,3 @@ class Simulator:
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok", "simulator": True})
 
-
-def _entry(to: str, ref: str, status: str, message_id: str = "",
-           error: str = "") -> dict[str, str]:
-    """One ``messages[]`` entry of Vonage's answer: one SMS part."""
-    part: dict[str, str] = {"to": to, "status": status}
-    if ref:
-        part["client-ref"] = ref
-    if status == "0":
-        part.update({"message-id": message_id, "remaining-balance": "100.00000000",
-                     "message-price": "0.03330000", "network": "28601"})
-    else:
-        part["error-text"] = error
-    return part
-
-
-def _answer(to: str, ref: str, status: str, message_id: str = "",
-            error: str = "") -> Response:
-    return JSONResponse({"message-count": "1",
-                         "messages": [_entry(to, ref, status, message_id, error)]})

@@ -13,16 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from appliance.imports.apply_window import apply_parsed
 from appliance.imports.import_job import (
     ImportJob,
     JobMoved,
     NewJob,
-    apply_parsed,
     create_job,
     get_job,
 )
 from appliance.imports.lines import iter_lines, skip_lines
-from appliance.imports.parse_process import ParsedChunk, Request, parser_processes, parts_of
+from appliance.imports.parse_process import parser_processes
+from appliance.imports.windows import ParsedChunk, Request, parts_of
 from appliance.store import Store
 from tests.harness import Server, create_account, wait_for
 from tests.imports.corpus import Corpus, make_corpus, make_numbers
