@@ -8,8 +8,9 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -19,13 +20,34 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from appliance.providers import CallbackRequest, Outcome, OutgoingMessage, ProviderAdapter
+from appliance.config import ProviderSettings
+from appliance.providers import (
+    CallbackRequest,
+    Outcome,
+    OutgoingMessage,
+    ProviderAdapter,
+    build_adapter,
+)
 
 NOW_MS = 1_700_000_000_000  # 2023-11-14T22:13:20Z
+A = TypeVar("A", bound=ProviderAdapter)
 
 
 def fixed_clock(ms: int = NOW_MS) -> Callable[[], int]:
     return lambda: ms
+
+
+def changed(base: ProviderSettings, **changes: Any) -> ProviderSettings:
+    """``base`` with some options changed (each adapter test file has its own base)."""
+    return replace(base, **changes)
+
+
+def adapter_of(kind: type[A], settings: ProviderSettings, now_ms: int = NOW_MS) -> A:
+    """The adapter the registry builds for ``settings`` on a fixed clock, checked to be
+    the ``kind`` the test is about."""
+    built = build_adapter(settings, now_ms=fixed_clock(now_ms))
+    assert isinstance(built, kind)
+    return built
 
 
 def message(

@@ -18,15 +18,15 @@ from appliance.providers import (
     CallbackRequest,
     ReportParseError,
     SubmitResult,
-    build_adapter,
 )
 from appliance.providers.http_json import HttpJsonAdapter
 from tests.providers.provider_test_support import (
     NOW_MS,
     FakeProvider,
     Received,
+    adapter_of,
     callback,
-    fixed_clock,
+    changed,
     message,
     send,
 )
@@ -42,13 +42,11 @@ def settings(**changes: object) -> ProviderSettings:
         api_key="gw-token",
         secret="gw-callback-key",
     )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return changed(base, **changes)
 
 
 def adapter(**changes: object) -> HttpJsonAdapter:
-    built = build_adapter(settings(**changes), now_ms=fixed_clock())
-    assert isinstance(built, HttpJsonAdapter)
-    return built
+    return adapter_of(HttpJsonAdapter, settings(**changes))
 
 
 def signed(payload: Any, key: str = "gw-callback-key") -> CallbackRequest:

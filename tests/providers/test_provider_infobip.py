@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -17,14 +16,14 @@ from appliance.providers import (
     CallbackRequest,
     ReportParseError,
     SubmitResult,
-    build_adapter,
 )
 from appliance.providers.infobip import InfobipAdapter
 from tests.providers.provider_test_support import (
     FakeProvider,
     Received,
+    adapter_of,
     callback,
-    fixed_clock,
+    changed,
     message,
     send,
 )
@@ -43,13 +42,11 @@ def settings(**changes: object) -> ProviderSettings:
         api_key="003026bbc133714df1834b8638bb496e-8f4b3d9a",
         secret="cb-secret-42",
     )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return changed(base, **changes)
 
 
 def adapter(**changes: object) -> InfobipAdapter:
-    built = build_adapter(settings(**changes), now_ms=fixed_clock())
-    assert isinstance(built, InfobipAdapter)
-    return built
+    return adapter_of(InfobipAdapter, settings(**changes))
 
 
 def result(**changes: Any) -> dict[str, Any]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
 
 from appliance.config import ConfigError, ProviderSettings
-from appliance.providers import AuthError, build_adapter
+from appliance.providers import AuthError
 from appliance.providers.simulator_kind import (
     SIMULATOR_API_KEY,
     SIMULATOR_API_SECRET,
@@ -17,15 +16,21 @@ from appliance.providers.simulator_kind import (
     SimulatorAdapter,
 )
 from appliance.providers.vonage import VonageAdapter, vonage_signature
-from tests.providers.provider_test_support import NOW_MS, callback, fixed_clock, message
+from tests.providers.provider_test_support import (
+    NOW_MS,
+    adapter_of,
+    callback,
+    changed,
+    message,
+)
 
 CB = "http://127.0.0.1:8080/callbacks/sim"
 
 
 def adapter(**changes: object) -> SimulatorAdapter:
-    s = replace(ProviderSettings(name="sim", kind="simulator"), **changes)  # type: ignore[arg-type]
-    built = build_adapter(s, now_ms=fixed_clock())
-    assert isinstance(built, SimulatorAdapter) and isinstance(built, VonageAdapter)
+    built = adapter_of(SimulatorAdapter, changed(ProviderSettings(name="sim", kind="simulator"),
+                                                 **changes))
+    assert isinstance(built, VonageAdapter)
     return built
 
 

@@ -6,7 +6,6 @@ import base64
 import hashlib
 import hmac
 import json
-from dataclasses import replace
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
@@ -19,14 +18,14 @@ from appliance.providers import (
     CallbackRequest,
     ReportParseError,
     SubmitResult,
-    build_adapter,
 )
 from appliance.providers.twilio import TwilioAdapter
 from tests.providers.provider_test_support import (
     FakeProvider,
     Received,
+    adapter_of,
     callback,
-    fixed_clock,
+    changed,
     message,
     send,
 )
@@ -46,13 +45,11 @@ def settings(**changes: object) -> ProviderSettings:
         account_sid=SID,
         auth_token=TOKEN,
     )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return changed(base, **changes)
 
 
 def adapter(**changes: object) -> TwilioAdapter:
-    built = build_adapter(settings(**changes), now_ms=fixed_clock())
-    assert isinstance(built, TwilioAdapter)
-    return built
+    return adapter_of(TwilioAdapter, settings(**changes))
 
 
 def reference_signature(url: str, params: dict[str, str], token: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from dataclasses import replace
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
@@ -18,7 +17,6 @@ from appliance.providers import (
     CallbackRequest,
     ReportParseError,
     SubmitResult,
-    build_adapter,
 )
 from appliance.providers.registry import check_providers
 from appliance.providers.vonage import VonageAdapter
@@ -26,8 +24,9 @@ from tests.providers.provider_test_support import (
     NOW_MS,
     FakeProvider,
     Received,
+    adapter_of,
     callback,
-    fixed_clock,
+    changed,
     message,
     send,
 )
@@ -46,13 +45,11 @@ def settings(**changes: object) -> ProviderSettings:
         signature_secret="",
         signature_method="md5hash",
     )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return changed(base, **changes)
 
 
 def adapter(now_ms: int = NOW_MS, **changes: object) -> VonageAdapter:
-    built = build_adapter(settings(**changes), now_ms=fixed_clock(now_ms))
-    assert isinstance(built, VonageAdapter)
-    return built
+    return adapter_of(VonageAdapter, settings(**changes), now_ms)
 
 
 def reference_sig(params: dict[str, str], secret: str, method: str) -> str:
