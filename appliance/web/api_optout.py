@@ -12,100 +12,42 @@
 * ``GET /api/inbound`` (``?msisdn=``, ``?stops=1``, ``?limit=``, ``?before=``): the
   account's inbound messages, newest first.
 
-The console's pages call the same checks and units (:func:`check_msisdn`,
-:func:`import_suppressions`).
+The checks and the upload are the domain's (:mod:`appliance.optout.checks`,
+:mod:`appliance.optout.suppression_requests`), shared with the console; their refusals
+become the JSON errors of ``docs/api.md``.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
-from functools import partial
-from typing import Any
 from urllib.parse import urlencode
 
-import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from appliance.clock import iso
-from appliance.imports.accept import check_region, too_large
-from appliance.imports.lines import PayloadEncodingError, count_lines
+from appliance.imports.accept import check_region
 from appliance.imports.normalise import Invalid, normalise_msisdn
-from appliance.inbound.store import Inbound, list_inbound
+from appliance.inbound.store import list_inbound
 from appliance.optout import suppressions as sup
-from appliance.optout.suppression_import import MAX_BYTES, MAX_LINES, MAX_REJECTS_SHOWN, ReadList
-from appliance.optout.suppression_import import read_suppressions as read_list
-from appliance.refusals import Refused, TooLarge
+from appliance.optout.checks import MAX_MSISDN_CHARS, check_msisdn, check_reason, search_terms
+from appliance.optout.suppression_import import MAX_BYTES
+from appliance.optout.suppression_requests import import_suppressions
+from appliance.refusals import Refused
 from appliance.service import Appliance
-from appliance.store.connection import Connection
 from appliance.web.auth import require_account
-from appliance.web.errors import ApiError, api_error, ascii_int, not_found
+from appliance.web.errors import ApiError, ascii_int, not_found
+from appliance.web.optout_json import import_summary_json, inbound_json, suppression_json
 from appliance.web.request_reading import read_limited
 
 MAX_JSON_BYTES = 16 * 1024
-MAX_MSISDN_CHARS = 64
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
-WRITE_CHUNK = 5000
-_NOT_DIGIT = re.compile(r"[^0-9]")
 
 
 def _appliance(request: Request) -> Appliance:
     appliance: Appliance = request.app.state.appliance
     return appliance
-
-
-def check_msisdn(appliance: Appliance, value: Any, field: str = "msisdn") -> str:
-    """A number to suppress, as E.164 (the default region applies); 422 otherwise."""
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_MSISDN_CHARS:
-        raise ApiError(422, "invalid_msisdn", f"'{field}' must be a phone number string")
-    found = normalise_msisdn(value, appliance.settings.imports.default_region)
-    if isinstance(found, Invalid):
-        raise ApiError(422, "invalid_msisdn", f"'{field}' is not a phone number: {found.reason}",
-                       reason=found.reason)
-    return found.msisdn
-
-
-def check_reason(value: Any) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str) or "\x00" in value:
-        raise ApiError(422, "invalid_reason", "'reason' must be a string")
-    if len(value) > sup.MAX_REASON_CHARS:
-        raise ApiError(422, "invalid_reason",
-                       f"'reason' is at most {sup.MAX_REASON_CHARS} characters")
-    return value.strip()
-
-
-def suppression_json(entry: sup.Suppression) -> dict[str, Any]:
-    return {
-        "msisdn": entry.msisdn,
-        "reason": entry.reason,
-        "source": entry.source,
-        "inbound_id": entry.inbound_id,
-        "created_at": iso(entry.created_at),
-    }
-
-
-def inbound_json(m: Inbound) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "provider": m.provider,
-        "provider_msg_id": m.provider_msg_id,
-        "from": m.msisdn,
-        "to": m.to,
-        "text": m.text,
-        "parts": m.parts,
-        "parts_received": m.parts_received,
-        "stop": m.keyword is not None,
-        "keyword": m.keyword,
-        "sent_at": iso(m.sent_at) if m.sent_at else None,
-        "received_at": iso(m.received_at),
-        "repeats": m.repeats,
-    }
 
 
 def _page_args(request: Request) -> tuple[int, int | None]:
@@ -128,95 +70,16 @@ def _next(request: Request, more: bool, last_id: int | None, limit: int) -> str 
     return f"{request.url.path}?{urlencode(params)}"
 
 
-def search_terms(appliance: Appliance, raw: str | None) -> tuple[str | None, str | None]:
-    """``?msisdn=`` as ``(exact number, digits to look for)``: a whole number is matched
-    exactly (any way of writing it), a fragment by its digits."""
-    if raw is None or not raw.strip():
-        return None, None
-    if len(raw) > MAX_MSISDN_CHARS:
-        raise ApiError(422, "invalid_msisdn", "'msisdn' is too long")
-    found = normalise_msisdn(raw, appliance.settings.imports.default_region)
-    if not isinstance(found, Invalid):
-        return found.msisdn, None
-    digits = _NOT_DIGIT.sub("", raw)
-    if not digits:
-        raise ApiError(422, "invalid_msisdn", "'msisdn' must hold a number or some of its digits")
-    return None, digits
-
-
 async def list_suppressions(request: Request) -> Response:
     account = await require_account(request)
     appliance = _appliance(request)
     limit, before = _page_args(request)
-    exact, contains = search_terms(appliance, request.query_params.get("msisdn"))
+    exact, contains = search_terms(appliance.settings, request.query_params.get("msisdn"))
     page = await appliance.store.readers.run(lambda c: sup.search(
         c, account.id, msisdn=exact, contains=contains, before_id=before, limit=limit))
     last = page.entries[-1].id if page.entries else None
     return JSONResponse({"suppressions": [suppression_json(e) for e in page.entries],
                          "total": page.total, "next": _next(request, page.more, last, limit)})
-
-
-@dataclass(frozen=True)
-class ImportSummary:
-    lines: int
-    added: int
-    already: int
-    read: ReadList
-
-    def as_json(self) -> dict[str, Any]:
-        rejects = self.read.rejects
-        return {
-            "lines": self.lines,
-            "added": self.added,
-            "already": self.already,
-            "rejected": len(rejects),
-            "blank": self.read.blank,
-            "header_skipped": self.read.header_skipped,
-            "rejects": [{"line_number": r.line_number, "line": r.line, "reason": r.reason}
-                        for r in rejects[:MAX_REJECTS_SHOWN]],
-            "rejects_truncated": len(rejects) > MAX_REJECTS_SHOWN,
-        }
-
-
-def _add_chunk(account_id: int, entries: list[tuple[str, str]], source: str, now_ms: int,
-               conn: Connection) -> int:
-    return sup.add_many(conn, account_id, entries, source, now_ms)
-
-
-async def import_suppressions(appliance: Appliance, account_id: int, payload: bytes,
-                              region: str, source: str) -> ImportSummary:
-    """Read an uploaded list and add its numbers (the API's and the console's upload).
-
-    :class:`ApiError` for a list that is too large, not text, or empty. The numbers are
-    written in units of :data:`WRITE_CHUNK`; sending the same list again adds nothing.
-    """
-    if len(payload) > MAX_BYTES:
-        raise api_error(too_large(MAX_BYTES))
-
-    def read() -> tuple[int, ReadList]:
-        lines = count_lines(payload)
-        if lines > MAX_LINES:
-            raise TooLarge("too_many_rows",
-                           f"This list has {lines} lines. The limit is {MAX_LINES}; split it.",
-                           limit=MAX_LINES, submitted=lines)
-        return lines, read_list(payload, region)
-
-    try:
-        lines, found = await anyio.to_thread.run_sync(read)
-    except Refused as exc:
-        raise api_error(exc) from None
-    except (PayloadEncodingError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "invalid_encoding", str(exc)) from None
-    if lines == 0 or (not found.entries and not found.rejects and not found.repeats):
-        raise ApiError(422, "empty_list", "the list is empty: give at least one number")
-    added = 0
-    now = appliance.now_ms()
-    for start in range(0, len(found.entries), WRITE_CHUNK):
-        added += await appliance.store.writer.run(
-            partial(_add_chunk, account_id, found.entries[start:start + WRITE_CHUNK], source,
-                    now))
-    already = len(found.entries) - added + found.repeats
-    return ImportSummary(lines, added, already, found)
 
 
 async def add_suppression(request: Request) -> Response:
@@ -225,13 +88,10 @@ async def add_suppression(request: Request) -> Response:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype in ("text/csv", "text/plain"):
         body = await read_limited(request, MAX_BYTES)
-        try:
-            region = check_region(request.query_params.get("region"),
-                                  appliance.settings.imports.default_region)
-        except Refused as exc:
-            raise api_error(exc) from None
+        region = check_region(request.query_params.get("region"),
+                              appliance.settings.imports.default_region)
         summary = await import_suppressions(appliance, account.id, body, region, "import")
-        return JSONResponse(summary.as_json())
+        return JSONResponse(import_summary_json(summary))
     if ctype != "application/json":
         raise ApiError(415, "unsupported_media_type",
                        "send application/json {\"msisdn\", \"reason\"?}, or a list as"
@@ -243,7 +103,7 @@ async def add_suppression(request: Request) -> Response:
         raise ApiError(400, "invalid_json", f"the body is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_json", "the body must be a JSON object")
-    msisdn = check_msisdn(appliance, data.get("msisdn"))
+    msisdn = check_msisdn(appliance.settings, data.get("msisdn"))
     reason = check_reason(data.get("reason"))
     now = appliance.now_ms()
     entry, created = await appliance.store.writer.run(
@@ -255,8 +115,8 @@ async def remove_suppression(request: Request) -> Response:
     account = await require_account(request)
     appliance = _appliance(request)
     try:
-        msisdn = check_msisdn(appliance, request.path_params["msisdn"])
-    except ApiError:
+        msisdn = check_msisdn(appliance.settings, request.path_params["msisdn"])
+    except Refused:
         raise not_found("suppression") from None
     removed = await appliance.store.writer.run(lambda c: sup.remove(c, account.id, msisdn))
     if removed is None:

@@ -4,7 +4,8 @@ The suppression page lists the account's numbers (newest first, searchable by nu
 digits), adds one, uploads a list (the API's own reader: ``import_suppressions``) and
 removes one only from a confirmation page that says what removing means. The inbound
 page lists the messages received for the account and marks the STOPs. The checks and
-store units are the API's (``appliance.web.api_optout``).
+the upload are the API's, from the domain (:mod:`appliance.optout.checks`,
+:mod:`appliance.optout.suppression_requests`).
 """
 
 from __future__ import annotations
@@ -17,22 +18,18 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance import refusals
 from appliance.imports.accept import check_region
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.inbound.store import list_inbound
 from appliance.optout import suppressions as sup
+from appliance.optout.checks import check_msisdn, check_reason, search_terms
 from appliance.optout.suppression_import import MAX_BYTES, MAX_LINES
+from appliance.optout.suppression_requests import import_suppressions
 from appliance.refusals import Refused
 from appliance.service import Appliance
-from appliance.web.api_optout import (
-    check_msisdn,
-    check_reason,
-    import_suppressions,
-    inbound_json,
-    search_terms,
-    suppression_json,
-)
-from appliance.web.errors import ApiError, api_error, ascii_int
+from appliance.web.errors import ascii_int, refusal_status
+from appliance.web.optout_json import import_summary_json, inbound_json, suppression_json
 from appliance.web.pages.guard import appliance_of, console_page
 from appliance.web.pages.render import page, when
 from appliance.web.session import ConsoleSession
@@ -63,8 +60,8 @@ async def _suppressions_page(request: Request, session: ConsoleSession, status: 
     appliance = appliance_of(request)
     query = request.query_params.get("q", "")
     try:
-        exact, contains = search_terms(appliance, query)
-    except ApiError as exc:
+        exact, contains = search_terms(appliance.settings, query)
+    except Refused as exc:
         exact, contains, error = None, None, error or exc.message
         query = ""
     before = _before(request)
@@ -95,10 +92,10 @@ async def add_one(request: Request, session: ConsoleSession, form: FormData) -> 
     appliance = appliance_of(request)
     values = {"msisdn": _field(form, "msisdn"), "reason": _field(form, "reason")}
     try:
-        msisdn = check_msisdn(appliance, values["msisdn"])
+        msisdn = check_msisdn(appliance.settings, values["msisdn"])
         reason = check_reason(values["reason"])
-    except ApiError as exc:
-        return await _suppressions_page(request, session, exc.status, exc.message,
+    except Refused as exc:
+        return await _suppressions_page(request, session, refusal_status(exc), exc.message,
                                         values=values)
     now = appliance.now_ms()
     account_id = session.account_id
@@ -119,7 +116,7 @@ async def _upload(form: FormData) -> bytes:
     chosen = isinstance(upload, UploadFile) and bool(upload.filename)
     pasted = isinstance(text, str) and text.strip() != ""
     if chosen and pasted:
-        raise ApiError(422, "ambiguous_list", "Paste the numbers or choose a file, not both.")
+        raise refusals.Invalid("ambiguous_list", "Paste the numbers or choose a file, not both.")
     if chosen and isinstance(upload, UploadFile):
         return await upload.read()
     return text.encode("utf-8") if isinstance(text, str) else b""
@@ -130,15 +127,12 @@ async def import_list(request: Request, session: ConsoleSession, form: FormData)
     raw_region = _field(form, "region")
     try:
         payload = await _upload(form)
-        try:
-            region = check_region(raw_region or None, appliance.settings.imports.default_region)
-        except Refused as exc:
-            raise api_error(exc) from None
+        region = check_region(raw_region or None, appliance.settings.imports.default_region)
         summary = await import_suppressions(appliance, session.account_id, payload, region,
                                             "import")
-    except ApiError as exc:
-        return await _suppressions_page(request, session, exc.status, exc.message)
-    return await _suppressions_page(request, session, summary=summary.as_json())
+    except Refused as exc:
+        return await _suppressions_page(request, session, refusal_status(exc), exc.message)
+    return await _suppressions_page(request, session, summary=import_summary_json(summary))
 
 
 async def remove_confirm(request: Request, session: ConsoleSession,
