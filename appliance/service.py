@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from appliance.reports.intake import ReportIntake
     from appliance.sending.sender import Sender
     from appliance.smpp.lifecycle import SmppSessions
-    from appliance.store.pg_store import PgStore
     from appliance.web.bodies import BodyBudget
     from appliance.web.pages.sign_in_guard import SignInGuard
     from appliance.webhooks.delivery import WebhookDelivery
@@ -47,7 +46,7 @@ class Appliance:
         self.settings = settings
         self.clock = clock or Clock.from_env()
         self.scheduler = Scheduler()
-        self._store: Store | PgStore | None = None
+        self._store: Store[Connection] | None = None
         self.providers = Providers(settings, now_ms=self.now_ms)
         self.sender: Sender | None = None
         self.smpp: SmppSessions | None = None
@@ -62,7 +61,7 @@ class Appliance:
         self.liveness: Liveness | None = None  # PostgreSQL: this process's lock (store.owner)
 
     @property
-    def store(self) -> Store | PgStore:
+    def store(self) -> Store[Connection]:
         if self._store is None:
             raise RuntimeError("appliance is not open")
         return self._store
@@ -137,7 +136,7 @@ class Appliance:
             self.liveness = None
 
 
-def install_postgresql_triggers(store: Store | PgStore, *, webhooks: bool) -> None:
+def install_postgresql_triggers(store: Store[Connection], *, webhooks: bool) -> None:
     """On PostgreSQL, what SQLite's triggers do (the kept counts of
     :mod:`appliance.store.rollups`, the status webhooks' events), made at each start."""
     from appliance.store import pg_triggers

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.store.schema import migrate  # noqa: E402
-from appliance.store.writer import Writer  # noqa: E402
+from appliance.store.sqlite_engine import sqlite_writer  # noqa: E402
 
 PAYLOAD_BYTES = 8 * 1024 * 1024
 
@@ -90,7 +90,7 @@ class Load:
     """A steady stream of small write units through the real writer."""
 
     def __init__(self, db: Path, per_s: float = 200.0) -> None:
-        self.writer = Writer(str(db))
+        self.writer = sqlite_writer(str(db))
         self.latencies: list[tuple[float, float]] = []  # (monotonic end, seconds)
         self.writer.commit_listeners.append(
             lambda seconds, units: self.latencies.append((time.monotonic(), seconds)))

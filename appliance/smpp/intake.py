@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from appliance.inbound.store import (
     SMPP_CONTENT_TYPE,
@@ -50,9 +50,6 @@ from appliance.smpp.deliver import Deliver
 from appliance.smpp.submission import LateResponse
 from appliance.store.connection import Connection
 from appliance.store.writer import Writer
-
-if TYPE_CHECKING:
-    from appliance.store.pg_store import PgWriter
 
 log = logging.getLogger("appliance.smpp")
 
@@ -161,7 +158,7 @@ def concat_ref(conn: Connection, rules: InboundRules, provider: str, d: Deliver,
 class SessionIntake:
     """One SMPP provider's :class:`~appliance.smpp.transport.SessionSink`."""
 
-    def __init__(self, provider: str, writer: Writer | PgWriter, rules: InboundRules,
+    def __init__(self, provider: str, writer: Writer[Connection], rules: InboundRules,
                  now_ms: Callable[[], int], on_work: Callable[[], None] | None = None) -> None:
         self.provider = provider
         self.writer = writer

@@ -18,9 +18,9 @@ from tests.conftest import BACKENDS
 def store_on_both(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """``store`` on SQLite, then on PostgreSQL: the same units, the same assertions."""
     if request.param == "postgresql":
-        from appliance.store.pg_store import PgStore
+        from appliance.store.pg_store import open_postgresql
 
-        s: Any = PgStore.open(request.getfixturevalue("pg_url"), read_connections=2)
+        s: Any = open_postgresql(request.getfixturevalue("pg_url"), read_connections=2)
     else:
         s = Store.open(str(tmp_path / "appliance.db"))
     try:

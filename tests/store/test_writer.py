@@ -1,4 +1,5 @@
-"""The writer thread on a real SQLite file: group commit, unit isolation, durability."""
+"""The store on a real SQLite file: its readers, schema, synchronous setting and WAL (the
+writer's contract on both engines is `test_writer_contract.py`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 
 from appliance.store import Store
 from appliance.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate, open_connection
-from appliance.store.writer import WriterClosed
 
 
 @pytest.fixture
@@ -40,125 +40,9 @@ def count_state(conn: apsw.Connection) -> int:
     return int(one(conn, "SELECT count(*) FROM appliance_state"))
 
 
-def test_units_arriving_together_share_one_commit(store: Store) -> None:
-    gate = threading.Event()
-    store.writer.submit(lambda conn: gate.wait(5))  # hold the writer while others queue
-    futures = [store.writer.submit(insert_state(f"k{i}")) for i in range(200)]
-    commits_before = store.writer.stats.commits
-    gate.set()
-    for f in futures:
-        f.result(5)
-    assert store.writer.stats.commits - commits_before <= 2
-    assert store.readers.call(count_state) == 200
-
-
-def test_a_failing_unit_is_rolled_back_alone(store: Store) -> None:
-    gate = threading.Event()
-    store.writer.submit(lambda conn: gate.wait(5))
-    good1 = store.writer.submit(insert_state("a"))
-
-    def bad(conn: apsw.Connection) -> None:
-        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES ('b', 'v', 0)")
-        raise ValueError("refused")
-
-    failing = store.writer.submit(bad)
-    duplicate = store.writer.submit(insert_state("a"))  # violates the primary key
-    good2 = store.writer.submit(insert_state("c"))
-    gate.set()
-    good1.result(5)
-    good2.result(5)
-    with pytest.raises(ValueError, match="refused"):
-        failing.result(5)
-    with pytest.raises(apsw.ConstraintError):
-        duplicate.result(5)
-    keys = store.readers.call(
-        lambda c: [r[0] for r in c.execute("SELECT key FROM appliance_state ORDER BY key")])
-    assert keys == ["a", "c"]
-
-
-def ran(log: list[tuple[str, int]], name: str, store: Store,
-        then: Callable[[], None] | None = None) -> Callable[[apsw.Connection], None]:
-    """A unit that notes its name and the commit it is part of (commits done so far)."""
-    def unit(conn: apsw.Connection) -> None:
-        log.append((name, store.writer.stats.commits))
-        if then is not None:
-            then()
-    return unit
-
-
-def test_an_ordinary_unit_is_not_committed_behind_queued_bulk_units(store: Store) -> None:
-    """An accept that arrives while an import's parts wait goes in the next batch, and
-    in a batch of its own: not after the parts, not in one commit with them."""
-    gate = threading.Event()
-    log: list[tuple[str, int]] = []
-    store.writer.submit(lambda conn: gate.wait(5))
-    parts = [store.writer.submit(ran(log, f"part{i}", store), bulk=True) for i in range(3)]
-    accept = store.writer.submit(ran(log, "accept", store))
-    gate.set()
-    for f in [*parts, accept]:
-        f.result(5)
-    assert [name for name, _ in log] == ["accept", "part0", "part1", "part2"]
-    commits = dict(log)
-    assert commits["accept"] < commits["part0"] == commits["part1"] == commits["part2"]
-
-
-def test_bulk_units_take_their_turn_while_ordinary_units_keep_coming(store: Store) -> None:
-    """The lanes take turns: a part waits one batch of ordinary units, however many more
-    arrive meanwhile, so an import is never held back by a report flood."""
-    gate = threading.Event()
-    log: list[tuple[str, int]] = []
-    later: list[Any] = []
-
-    def more() -> None:  # run inside the first wave: the second wave arrives meanwhile
-        later.extend(store.writer.submit(ran(log, f"second{i}", store)) for i in range(3))
-
-    store.writer.submit(lambda conn: gate.wait(5))
-    part = store.writer.submit(ran(log, "part", store), bulk=True)
-    first = [store.writer.submit(ran(log, f"first{i}", store, more if i == 0 else None))
-             for i in range(3)]
-    gate.set()
-    for f in [part, *first]:
-        f.result(5)
-    for f in later:
-        f.result(5)
-    assert [name for name, _ in log] == ["first0", "first1", "first2", "part",
-                                         "second0", "second1", "second2"]
-    assert len({commit for _, commit in log}) == 3
-
-
-def test_queued_bulk_units_are_committed_before_the_writer_stops(tmp_path: Path) -> None:
-    s = Store.open(str(tmp_path / "b.db"))
-    futures = [s.writer.submit(insert_state(f"k{i}"), bulk=i % 2 == 0) for i in range(50)]
-    s.close()
-    assert all(f.done() and f.exception() is None for f in futures)
-    conn = open_connection(str(tmp_path / "b.db"))
-    assert count_state(conn) == 50
-    conn.close()
-
-
-def test_result_is_visible_to_readers_when_the_future_resolves(store: Store) -> None:
-    seen: list[int] = []
-    for i in range(20):
-        store.writer.submit(insert_state(f"v{i}")).result(5)
-        seen.append(store.readers.call(count_state))  # a fresh read sees the commit
-    assert seen == list(range(1, 21))
-
-
 def test_readers_cannot_write(store: Store) -> None:
     with pytest.raises(apsw.ReadOnlyError):
         store.readers.call(insert_state("x"))
-
-
-def test_stopped_writer_refuses_and_flushes_queued_units(tmp_path: Path) -> None:
-    s = Store.open(str(tmp_path / "b.db"))
-    futures = [s.writer.submit(insert_state(f"k{i}")) for i in range(50)]
-    s.close()
-    assert all(f.done() and f.exception() is None for f in futures)
-    with pytest.raises(WriterClosed):
-        s.writer.submit(insert_state("late"))
-    conn = open_connection(str(tmp_path / "b.db"))
-    assert count_state(conn) == 50
-    conn.close()
 
 
 def test_migrate_creates_schema_and_refuses_a_newer_file(tmp_path: Path) -> None:
@@ -184,14 +68,16 @@ def test_synchronous_setting_reaches_the_connection(tmp_path: Path) -> None:
 
 def test_the_wal_is_checkpointed_off_the_writer_and_stays_bounded(tmp_path: Path) -> None:
     from appliance.store.checkpointer import Checkpointer
-    from appliance.store.writer import WAL_SIZE_LIMIT
+    from appliance.store.sqlite_engine import WAL_SIZE_LIMIT
     from tests.harness import wait_for
 
     path = str(tmp_path / "w.db")
     s = Store.open(path)
+    assert s.checkpointer is not None
     s.checkpointer.stop()
-    s.checkpointer = Checkpointer(path, wal_bytes=2 * 1024 * 1024, interval_s=0.05)
-    s.checkpointer.start()
+    s.checkpointer = checkpointer = Checkpointer(path, wal_bytes=2 * 1024 * 1024,
+                                                 interval_s=0.05)
+    checkpointer.start()
     try:
         assert one_write(s, "PRAGMA wal_autocheckpoint") == 0  # not in the writer's commits
         blob = b"x" * 500_000
@@ -202,8 +88,8 @@ def test_the_wal_is_checkpointed_off_the_writer_and_stays_bounded(tmp_path: Path
 
         for i in range(60):  # 30 MB through the WAL
             put(i)
-        wait_for(lambda: s.checkpointer.checkpoints >= 1, 10, message="a checkpoint")
-        assert s.checkpointer.last_error is None
+        wait_for(lambda: checkpointer.checkpoints >= 1, 10, message="a checkpoint")
+        assert checkpointer.last_error is None
         # Once checkpointed, the next write starts the WAL over and trims the file. (Each
         # write waits for a checkpoint after the one before: a checkpoint still running
         # when a write appends has not backfilled the whole WAL, and a busy machine can
@@ -211,11 +97,11 @@ def test_the_wal_is_checkpointed_off_the_writer_and_stays_bounded(tmp_path: Path
         more = iter(range(60, 1000))
 
         def trimmed() -> bool:
-            done = s.checkpointer.checkpoints
-            wait_for(lambda: s.checkpointer.checkpoints > done, 10, interval=0.01,
+            done = checkpointer.checkpoints
+            wait_for(lambda: checkpointer.checkpoints > done, 10, interval=0.01,
                      message="the next checkpoint")
             put(next(more))
-            return s.checkpointer.wal_size() <= WAL_SIZE_LIMIT + 1024 * 1024
+            return checkpointer.wal_size() <= WAL_SIZE_LIMIT + 1024 * 1024
 
         wait_for(trimmed, 20, interval=0.05, message="the WAL to start over")
         assert store_count(s) == next(more)
@@ -240,11 +126,13 @@ def test_the_wal_stays_bounded_under_writes_that_never_pause(tmp_path: Path) -> 
     between two commits, and the WAL starts over."""
     from concurrent.futures import Future
 
-    from appliance.store.writer import WAL_SIZE_LIMIT
+    from appliance.store.sqlite_engine import WAL_SIZE_LIMIT, SqliteEngine
 
     path = str(tmp_path / "w.db")
     s = Store.open(path)  # its checkpointer as the appliance runs it (16 MB, every 0.5 s)
-    s.writer.wal_hard_bytes = 24 * 1024 * 1024
+    engine, checkpointer = s.writer.engine, s.checkpointer
+    assert isinstance(engine, SqliteEngine) and checkpointer is not None
+    engine.wal_hard_bytes = 24 * 1024 * 1024
     s.writer.max_batch = 4  # small commits, back to back: the writer never waits for work
     largest = 0
     stop = threading.Event()
@@ -262,7 +150,7 @@ def test_the_wal_stays_bounded_under_writes_that_never_pause(tmp_path: Path) -> 
     def watch() -> None:
         nonlocal largest
         while not stop.is_set():
-            largest = max(largest, s.checkpointer.wal_size())
+            largest = max(largest, checkpointer.wal_size())
             stop.wait(0.002)
 
     def read() -> None:  # short reads all the time, as the API and the loops make them
@@ -282,4 +170,4 @@ def test_the_wal_stays_bounded_under_writes_that_never_pause(tmp_path: Path) -> 
             t.join()
         s.close()
     assert s.writer.stats.wal_checkpoints >= 1
-    assert largest < s.writer.wal_hard_bytes + WAL_SIZE_LIMIT, f"the WAL reached {largest:,} bytes"
+    assert largest < engine.wal_hard_bytes + WAL_SIZE_LIMIT, f"the WAL reached {largest:,} bytes"

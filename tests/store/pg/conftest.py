@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from appliance.store import Store
 from appliance.store.pg import PgConnection
-from appliance.store.pg_store import PgStore
+from appliance.store.pg_store import open_postgresql
 from tests.pg_server import PgServer, pg_server, pg_url
 
 __all__ = ["PgServer", "pg_server", "pg_url"]
@@ -23,8 +24,8 @@ def pg_conn(pg_url: str) -> Iterator[PgConnection]:
 
 
 @pytest.fixture
-def pg_store(pg_url: str) -> Iterator[PgStore]:
-    store = PgStore.open(pg_url, read_connections=2)
+def pg_store(pg_url: str) -> Iterator[Store[PgConnection]]:
+    store = open_postgresql(pg_url, read_connections=2)
     try:
         yield store
     finally:

@@ -7,9 +7,10 @@ from functools import partial
 
 from appliance.imports.import_job import claim_runnable
 from appliance.sending.recovery import recover_interrupted, recover_orphans
+from appliance.store import Store
 from appliance.store.connection import Connection
 from appliance.store.owner import OWNER, dead_owners
-from appliance.store.pg_store import PgStore
+from appliance.store.pg import PgConnection
 from appliance.store.singleton import Singleton
 from tests.reports.support import PROVIDER, add_account, add_message
 
@@ -23,7 +24,7 @@ def holding(pg_url: str, owner: str) -> Singleton:
     return lock
 
 
-def test_an_owner_is_dead_once_its_lock_is_gone(pg_store: PgStore, pg_url: str) -> None:
+def test_an_owner_is_dead_once_its_lock_is_gone(pg_store: Store[PgConnection], pg_url: str) -> None:
     alive = holding(pg_url, "host:1:alive")
     try:
         found = pg_store.writer.call(
@@ -34,7 +35,8 @@ def test_an_owner_is_dead_once_its_lock_is_gone(pg_store: PgStore, pg_url: str) 
     assert pg_store.writer.call(lambda c: dead_owners(c, ["host:1:alive"])) == {"host:1:alive"}
 
 
-def test_only_a_dead_processs_sends_become_uncertain(pg_store: PgStore, pg_url: str) -> None:
+def test_only_a_dead_processs_sends_become_uncertain(pg_store: Store[PgConnection],
+                                                     pg_url: str) -> None:
     acct = pg_store.writer.call(add_account)
     alive = holding(pg_url, "host:1:alive")
     try:
@@ -66,7 +68,7 @@ def test_only_a_dead_processs_sends_become_uncertain(pg_store: PgStore, pg_url: 
         lambda c: recover_orphans(c, PROVIDER, NOW, dedupes_on_ref=False)) == (0, 1)
 
 
-def test_an_import_job_held_by_a_live_process_is_not_taken(pg_store: PgStore,
+def test_an_import_job_held_by_a_live_process_is_not_taken(pg_store: Store[PgConnection],
                                                            pg_url: str) -> None:
     acct = pg_store.writer.call(add_account)
 

@@ -22,11 +22,10 @@ import pytest
 from appliance.providers.base import SubmitResult
 from appliance.reports.cutoff import cut_off
 from appliance.sending.claims import claim_due
-from appliance.store import rollups
+from appliance.store import Store, rollups
 from appliance.store.connection import Connection
 from appliance.store.pg import PgConnection
 from appliance.store.pg_schema import migrate
-from appliance.store.pg_store import PgStore
 from appliance.store.pg_triggers import (
     COUNT_TRIGGERS,
     WEBHOOK_TRIGGERS,
@@ -50,7 +49,7 @@ def fold(conn: Connection, limit: int) -> int:
     return rollups.fold(cast(Any, conn), limit)
 
 
-# -- the real write units on a PgStore -------------------------------------------------
+# -- the real write units on a PostgreSQL store -------------------------------------------------
 
 class PgRun(Run):
     def fold(self) -> None:
@@ -60,7 +59,7 @@ class PgRun(Run):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_kept_counts_equal_a_full_recount_after_every_write_on_postgresql(
-        pg_store: PgStore, seed: int) -> None:
+        pg_store: Store[PgConnection], seed: int) -> None:
     """tests/reports/test_rollups.py's random runs, through the same units, on PostgreSQL."""
     run = PgRun(cast(Any, pg_store), seed)
     for _ in range(120):
