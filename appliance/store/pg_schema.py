@@ -26,8 +26,9 @@ from typing import Any, Final
 
 from appliance.store import dialect, pg_triggers
 from appliance.store.errors import NotAnApplianceDatabase
+from appliance.store.migrations import MIGRATIONS
 from appliance.store.pg import PgConnection
-from appliance.store.schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, schema_sql
+from appliance.store.schema import SCHEMA_VERSION, SchemaTooNew, schema_sql
 
 VERSION_TABLE: Final = "appliance_schema"
 FIRST_VERSION: Final = 5

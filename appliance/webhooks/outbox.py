@@ -1,7 +1,8 @@
 """The webhook outbox in the store (OPS-5): its events, their delivery, its health.
 
-The events themselves are written by the triggers on ``messages`` (:data:`TRIGGERS`),
-in the transaction of the state change, whichever code made it. The triggers exist
+The events themselves are written by the triggers on ``messages``
+(:mod:`appliance.store.webhook_triggers`), in the transaction of the state change,
+whichever code made it. The triggers exist
 only while webhooks are on: :func:`set_receiver` creates them at a start with
 ``[webhooks]`` configured and drops them at a start without, so an appliance without
 webhooks pays nothing per state change. Per message only the oldest undelivered event has a
@@ -20,42 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.clock import iso
-from appliance.store import dialect
+from appliance.store import dialect, webhook_triggers
 from appliance.store.connection import Connection
 
 ERROR_CHARS = 300
-TRIGGER_NAMES = ("messages_webhook_created", "messages_webhook_changed")
-
-# A message accepted (QUEUED), or created already CANCELLED (a suppressed contact); then
-# every other state change, wherever it is made. SENDING (the claim, about a second
-# before the outcome) is not an event: the change out of it reports the state of the
-# message's last event (the one before the claim) as `previous`, and a claim that ends
-# where it began (RETRY, then RETRY again) is no change for the receiver. A new event
-# is its message's head (due at once) unless an earlier one still waits.
-TRIGGERS = """
-CREATE TRIGGER messages_webhook_created AFTER INSERT ON messages
-BEGIN
-    INSERT INTO webhook_outbox (event_id, message_id, ref, state, previous, campaign_id, at,
-                                next_try_at)
-    VALUES ('evt_' || lower(hex(randomblob(16))), NEW.id, NEW.ref, NEW.state, NULL,
-            NEW.campaign_id, NEW.updated_at, NEW.updated_at);
-END;
-CREATE TRIGGER messages_webhook_changed AFTER UPDATE OF state ON messages
-WHEN OLD.state IS NOT NEW.state AND NEW.state <> 'SENDING'
-BEGIN
-    INSERT INTO webhook_outbox (event_id, message_id, ref, state, previous, campaign_id, at,
-                                next_try_at)
-    SELECT 'evt_' || lower(hex(randomblob(16))), NEW.id, NEW.ref, NEW.state, told.state,
-           NEW.campaign_id, NEW.updated_at,
-           CASE WHEN EXISTS (SELECT 1 FROM webhook_outbox w WHERE w.message_id = NEW.id
-                             AND w.delivered_at IS NULL) THEN NULL ELSE NEW.updated_at END
-    FROM (SELECT CASE WHEN OLD.state = 'SENDING'
-                      THEN (SELECT w.state FROM webhook_outbox w WHERE w.message_id = NEW.id
-                            ORDER BY w.id DESC LIMIT 1)
-                      ELSE OLD.state END AS state) AS told
-    WHERE told.state IS NOT NEW.state;
-END;
-"""
+# The events are written by triggers defined once for both engines (see that module for
+# which state changes are events); on SQLite they are made and dropped here.
+TRIGGER_NAMES = webhook_triggers.NAMES
+TRIGGERS = webhook_triggers.sqlite_ddl()
 
 
 @dataclass(frozen=True)

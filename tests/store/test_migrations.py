@@ -9,7 +9,8 @@ from typing import Any
 import apsw
 import pytest
 
-from appliance.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, open_connection
+from appliance.store.migrations import MIGRATIONS
+from appliance.store.schema import SCHEMA_VERSION, migrate, open_connection
 from appliance.webhooks.outbox import set_receiver
 
 SCHEMAS = Path(__file__).parent / "schemas"
