@@ -22,7 +22,7 @@ import pytest
 from appliance.config import Settings
 from appliance.store import Store
 from appliance.store.connection import Connection
-from appliance.store.errors import INTEGRITY_ERRORS
+from appliance.store.errors import INTEGRITY_ERRORS, STORE_ERRORS
 from appliance.store.writer import WriterClosed
 
 ENGINES = ["sqlite", "postgresql"]
@@ -100,8 +100,13 @@ def test_a_failing_unit_is_rolled_back_alone(store: Store[Connection]) -> None:
         conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES ('b', 'v', 0)")
         raise ValueError("refused")
 
+    def bad_sql(conn: Connection) -> None:
+        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES ('d', 'v', 0)")
+        conn.execute("SELECT no_such_column FROM appliance_state")
+
     failing = store.writer.submit(bad)
     duplicate = store.writer.submit(insert_state("a"))  # violates the primary key
+    broken_sql = store.writer.submit(bad_sql)  # aborts PostgreSQL's transaction
     good2 = store.writer.submit(insert_state("c"))
     commits_before = store.writer.stats.commits
     gate.set()
@@ -111,11 +116,13 @@ def test_a_failing_unit_is_rolled_back_alone(store: Store[Connection]) -> None:
         failing.result(10)
     with pytest.raises(INTEGRITY_ERRORS):
         duplicate.result(10)
+    with pytest.raises(STORE_ERRORS):
+        broken_sql.result(10)
     keys = store.readers.call(
         lambda c: [r[0] for r in c.execute("SELECT key FROM appliance_state ORDER BY key")])
     assert keys == ["a", "c"]
     assert store.writer.stats.commits - commits_before == 2  # the holding unit's, theirs
-    assert store.writer.stats.failed_units == 2 and store.writer.stats.failed_commits == 0
+    assert store.writer.stats.failed_units == 3 and store.writer.stats.failed_commits == 0
 
 
 def ran(log: list[tuple[str, int]], name: str, store: Store[Connection],

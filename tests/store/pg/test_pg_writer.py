@@ -13,7 +13,7 @@ import pytest
 from appliance.config import Settings
 from appliance.store import Store
 from appliance.store.connection import Connection
-from appliance.store.errors import STORAGE_ERRORS, IntegrityError, StoreError
+from appliance.store.errors import STORAGE_ERRORS, StoreError
 from appliance.store.pg import PgConnection
 from appliance.store.pg_engine import PgEngine
 
@@ -43,37 +43,6 @@ def test_settings_with_a_database_url_open_postgresql(pg_url: str, tmp_path: Any
         assert (tmp_path / "appliance.db").is_file()
     finally:
         lite.close()
-
-
-def test_a_failing_unit_is_rolled_back_alone(pg_store: Store[PgConnection]) -> None:
-    gate = threading.Event()
-    pg_store.writer.submit(lambda conn: gate.wait(5))
-    good1 = pg_store.writer.submit(insert_state("a"))
-
-    def bad(conn: PgConnection) -> None:
-        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES ('b', 'v', 0)")
-        raise ValueError("refused")
-
-    def bad_sql(conn: PgConnection) -> None:
-        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES ('d', 'v', 0)")
-        conn.execute("SELECT no_such_column FROM appliance_state")
-
-    failing = pg_store.writer.submit(bad)
-    duplicate = pg_store.writer.submit(insert_state("a"))  # violates the primary key
-    broken_sql = pg_store.writer.submit(bad_sql)  # aborts PostgreSQL's transaction
-    good2 = pg_store.writer.submit(insert_state("c"))
-    gate.set()
-    good1.result(5)
-    good2.result(5)
-    with pytest.raises(ValueError, match="refused"):
-        failing.result(5)
-    with pytest.raises(IntegrityError):
-        duplicate.result(5)
-    with pytest.raises(StoreError):
-        broken_sql.result(5)
-    keys = pg_store.readers.call(
-        lambda c: [r[0] for r in c.execute("SELECT key FROM appliance_state ORDER BY key")])
-    assert keys == ["a", "c"]
 
 
 def test_the_writer_commits_synchronously(pg_store: Store[PgConnection]) -> None:
