@@ -1,0 +1,100 @@
+"""How ``make test`` shares the suite between two workers (``tests/workers.py``): a module
+whose tests share a module-scoped fixture runs on one worker (the fixture is set up
+once), the other tests go where a worker is free, and the slow ones start first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.harness import ROOT
+
+CONFTEST = """
+import pytest
+from tests import workers
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    workers.plan(config, items)
+"""
+
+SHARED = """
+import json, os, pytest
+
+SETUPS = []
+
+@pytest.fixture(scope="module")
+def server():
+    SETUPS.append(1)
+    return object()
+
+@pytest.mark.parametrize("n", range(6))
+def test_shares(server, n):
+    with open(os.environ["RECORD"], "a") as out:
+        out.write(json.dumps({"test": "shares", "worker": os.environ["PYTEST_XDIST_WORKER"],
+                              "setups": len(SETUPS)}) + "\\n")
+"""
+
+LOOSE = """
+import json, os, pytest
+
+@pytest.mark.parametrize("n", range(6))
+def test_loose(n):
+    with open(os.environ["RECORD"], "a") as out:
+        out.write(json.dumps({"test": "loose", "worker": os.environ["PYTEST_XDIST_WORKER"]})
+                  + "\\n")
+
+@pytest.mark.slow
+def test_slow():
+    with open(os.environ["RECORD"], "a") as out:
+        out.write(json.dumps({"test": "slow", "worker": os.environ["PYTEST_XDIST_WORKER"]})
+                  + "\\n")
+"""
+
+
+def test_a_module_sharing_a_fixture_stays_on_one_worker_and_slow_tests_go_first(
+        tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(CONFTEST)
+    (suite / "test_shared.py").write_text(SHARED)
+    (suite / "test_loose.py").write_text(LOOSE)
+    record = tmp_path / "record.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+         "--dist", "loadgroup", "--no-loadscope-reorder", "-o", "markers=slow",
+         "--rootdir", str(suite), str(suite)],
+        cwd=suite, capture_output=True, text=True, timeout=120,
+        env={**_env(), "RECORD": str(record), "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [json.loads(line) for line in record.read_text().splitlines()]
+    shared = [r for r in rows if r["test"] == "shares"]
+    assert len(shared) == 6 and len({r["worker"] for r in shared}) == 1
+    assert {r["setups"] for r in shared} == {1}  # the module fixture, set up once
+    assert len([r for r in rows if r["test"] == "loose"]) == 6
+    assert rows[0]["test"] == "slow" or rows[1]["test"] == "slow"  # among the first taken
+
+
+def test_a_failure_is_reported_and_the_run_fails(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(CONFTEST)
+    (suite / "test_fails.py").write_text(
+        "def test_ok():\n    pass\n\ndef test_broken():\n    assert 1 + 1 == 3\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+         "--dist", "loadgroup", "--no-loadscope-reorder", "--maxfail=1",
+         "--rootdir", str(suite), str(suite)],
+        cwd=suite, capture_output=True, text=True, timeout=120,
+        env={**_env(), "PYTHONPATH": str(ROOT)})
+    assert run.returncode != 0  # 2: xdist stops the session at --maxfail
+    assert "FAILED test_fails.py::test_broken" in run.stdout
+    assert "assert (1 + 1) == 3" in run.stdout
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
