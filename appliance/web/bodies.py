@@ -6,10 +6,13 @@ reads it here, so the same rules hold everywhere:
 * a ``Content-Length`` over the route's limit is refused before anything is read; a
   body without one is refused at the first piece that crosses the limit;
 * all bodies held in memory at once stay under ``[http] max_inflight_body_bytes``
-  (EDGE-2): a body that would cross it is refused ``503`` with ``Retry-After``, up
-  front when its ``Content-Length`` does not fit, else at the piece that crosses;
-  what a request holds is given back when its answer is sent
-  (:mod:`appliance.web.last_resort`);
+  (EDGE-2): a body's declared ``Content-Length`` is *reserved* before anything is
+  read, so twenty uploads that each fit alone but not together are refused ``503``
+  with ``Retry-After`` at once, not after seconds of streaming each (a check without
+  the reservation let all of them start, since none held anything yet); a body without
+  a ``Content-Length`` takes its pieces as they come and is refused at the one that
+  crosses. What a request holds or reserved is given back when its answer is sent,
+  whatever the exit (:mod:`appliance.web.last_resort`, and the report intake's app);
 * a ``watch`` callback sees each piece as it arrives and may refuse the request
   there (the import row limit, decided while the body streams in);
 * a client that goes away mid-body is a ``400`` (``408`` when the edge closed it for
@@ -44,6 +47,9 @@ class BodyBudget:
         return self.held + size <= self.limit
 
     def take(self, scope: MutableMapping[str, Any], size: int) -> bool:
+        """Hold ``size`` more bytes for the request of ``scope`` (a declared length
+        reserved up front, or a piece of a body that declared none); False, counted as a
+        refusal, when that would cross the limit. :meth:`release` gives it all back."""
         if self.held + size > self.limit:
             self.refused += 1
             return False
@@ -110,9 +116,11 @@ async def read_scope_pieces(scope: Scope, receive: Receive, limit: int,
     declared = declared_in(scope)
     if declared is not None and declared > limit:
         return None
-    if budget is not None and declared is not None and not budget.fits(declared):
-        budget.refused += 1
-        raise busy()
+    reserved = 0  # bytes of the budget this read took before the first piece
+    if budget is not None and declared is not None:
+        if not budget.take(scope, declared):
+            raise busy()
+        reserved = declared
     parts: list[bytes] = []
     size = 0
     while True:
@@ -128,7 +136,8 @@ async def read_scope_pieces(scope: Scope, receive: Receive, limit: int,
             size += len(piece)
             if size > limit:
                 return None
-            if budget is not None and not budget.take(scope, len(piece)):
+            beyond = min(len(piece), size - reserved)  # what the reservation does not cover
+            if budget is not None and beyond > 0 and not budget.take(scope, beyond):
                 raise busy()
             if watch is not None:
                 watch(piece)

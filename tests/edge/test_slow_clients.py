@@ -224,6 +224,51 @@ def test_bodies_past_the_inflight_budget_are_503_with_retry_after(
             assert again.status_code == 202, again.text
 
 
+def test_declared_bodies_are_reserved_so_uploads_that_do_not_fit_together_are_refused_at_once(
+        edge: tuple[Server, str]) -> None:
+    srv, key = edge
+    size = 1_900_000  # under the import's limit; two of them cross the budget
+
+    def upload(list_name: str) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        sock.sendall((f"POST /api/contacts/import?list={list_name} HTTP/1.1\r\nHost: x\r\n"
+                      f"Authorization: Bearer {key}\r\nContent-Type: text/plain\r\n"
+                      f"Content-Length: {size}\r\n\r\n").encode()
+                     + b"+905321234567\n" * 700)  # 10 kB of it, and then we wait
+        return sock
+
+    first = upload("reserved")
+    try:
+        wait_for(lambda: metric(srv, "appliance_http_body_bytes_held") >= size, 10,
+                 message="the first body's length to be reserved")
+        others = [upload(f"late{i}") for i in range(5)]
+        try:
+            for sock in others:
+                # Refused before its body came, well inside the body timeout (before: each
+                # streamed until the edge gave up on it, 408).
+                started = time.monotonic()
+                status, body = status_and_json(read_response(sock, BODY_TIMEOUT_S * 0.8))
+                assert (status, body["error"]) == (503, "server_busy"), body
+                assert time.monotonic() - started < BODY_TIMEOUT_S * 0.8
+        finally:
+            for sock in others:
+                sock.close()
+        assert metric(srv, "appliance_http_body_bytes_held") == size
+    finally:
+        first.close()  # the client goes away mid-body: its reservation is given back
+    wait_for(lambda: metric(srv, "appliance_http_body_bytes_held") == 0, 10,
+             message="the reservation to be given back")
+    # Refused while it streamed (the row limit): given back as well.
+    lines = b"+905321234567\n" * 100_000
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+        sock.sendall((f"POST /api/contacts/import?list=rows HTTP/1.1\r\nHost: x\r\n"
+                      f"Authorization: Bearer {key}\r\nContent-Type: text/plain\r\n"
+                      f"Content-Length: {len(lines)}\r\n\r\n").encode() + lines[:200_000])
+        assert status_and_json(read_response(sock))[0] == 413
+    wait_for(lambda: metric(srv, "appliance_http_body_bytes_held") == 0, 10,
+             message="the reservation to be given back")
+
+
 def test_the_row_limit_is_decided_while_the_body_streams(edge: tuple[Server, str]) -> None:
     srv, key = edge
     lines = b"+905321234567\n" * 100_000  # 1.4 MB, twenty times the row limit
