@@ -8,6 +8,8 @@ nothing caches a key's account.
 
 :func:`choose_account` is how commands that act for an account pick it: by name,
 by key, or, when the appliance has exactly one account, that one; never a new one.
+:func:`account_for_user` is ``user create``'s: the same, except that with no account
+at all it makes ``default`` (a console user needs one to work in).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from appliance.store.connection import Connection
 
 KEY_PREFIX = "apl_"
 SHOWN_PREFIX = 8  # characters of a key kept in clear to recognise it by
+WHOLE_KEY_CHARS = len(KEY_PREFIX) + 43  # token_urlsafe(32): 43 characters
+ELLIPSES = ("…", "...")  # how 'appliance key list' (or a copy of it) ends a prefix
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,23 @@ def choose_account(conn: Connection, name: str | None = None,
     return accounts[0]
 
 
+DEFAULT_ACCOUNT = "default"
+
+
+def account_for_user(conn: Connection, name: str | None, now_ms: int) -> Account:
+    """The account a new console user works in (a write unit): the one named (created
+    if missing); unnamed, the only account there is, or ``default`` (created) when
+    there is none yet. Several and none named: :class:`AccountChoice`, listing them,
+    as every command that acts for an account refuses (a ``default`` made beside the
+    only account left ``key list`` and ``import`` asking for ``--account`` after it)."""
+    if name is not None:
+        return ensure_account(conn, name, now_ms)
+    accounts = list_accounts(conn)
+    if not accounts:
+        return ensure_account(conn, DEFAULT_ACCOUNT, now_ms)
+    return choose_account(conn)
+
+
 _KEY_COLUMNS = ("k.id, k.account_id, a.name, k.prefix, k.created_at, k.revoked_at"
                 " FROM api_keys k JOIN accounts a ON a.id = k.account_id")
 
@@ -170,14 +191,22 @@ def get_key(conn: Connection, key_id: int, account_id: int) -> ApiKey | None:
 
 def find_key(conn: Connection, given: str, account_id: int | None = None) -> ApiKey:
     """The one key ``given`` designates: the whole key, or its prefix as listed (a read
-    unit). Raises :class:`KeyChoice` when none or several match."""
+    unit). Raises :class:`KeyChoice` when none or several match.
+
+    A prefix may be given as ``appliance key list`` shows it (``apl_AbCd…``), and may be
+    longer than the :data:`SHOWN_PREFIX` characters kept in clear: only those are
+    compared then (the rest is known to no one but the key's holder)."""
     given = given.strip()
+    for ellipsis in ELLIPSES:
+        given = given.removesuffix(ellipsis)
     if len(given) > SHOWN_PREFIX and given.startswith(KEY_PREFIX):
         rows = conn.execute(f"SELECT {_KEY_COLUMNS} WHERE k.key_hash = ?",
                             (hash_key(given),)).fetchall()
-        if not rows:
+        if rows:
+            return _key(rows[0])
+        if len(given) >= WHOLE_KEY_CHARS:
             raise KeyChoice("no key matches that key")
-        return _key(rows[0])
+        given = given[:SHOWN_PREFIX]  # a longer prefix: what is kept of it
     if not given:
         raise KeyChoice("give the key's prefix as 'appliance key list' shows it")
     pattern = given.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -193,9 +222,21 @@ def find_key(conn: Connection, given: str, account_id: int | None = None) -> Api
     active = [k for k in keys if k.active] or keys
     if len(active) > 1:
         shown = ", ".join(f"{k.prefix}… (account {k.account_name}, id {k.id})" for k in active)
-        raise KeyChoice(f"{len(active)} keys start with {given!r}: {shown}; give the whole"
-                        " key, or --account")
+        raise KeyChoice(f"{len(active)} keys start with {given!r}: {shown}; "
+                        + _narrower(given, active))
     return active[0]
+
+
+def _narrower(given: str, keys: list[ApiKey]) -> str:
+    """What tells the keys apart: more of the prefix when there is more to give, the
+    whole key, and --account only when they are in different accounts."""
+    ways = []
+    if len(given) < SHOWN_PREFIX and len({k.prefix for k in keys}) > 1:
+        ways.append(f"more of the prefix (its {SHOWN_PREFIX} characters)")
+    ways.append("the whole key")
+    if len({k.account_id for k in keys}) > 1:
+        ways.append("--account NAME")
+    return "give " + ", or ".join(ways)
 
 
 def revoke_key(conn: Connection, key_id: int, now_ms: int) -> bool:

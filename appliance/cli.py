@@ -212,12 +212,14 @@ def user() -> None:
 @data_dir_option
 @click.argument("name")
 @click.option("--password", default=None, help="The password (asked for when not given).")
-@click.option("--account", "account_name", default="default", show_default=True,
-              help="The account the user works in (created if missing).")
+@click.option("--account", "account_name", default=None,
+              help="The account the user works in, created if missing (default: the only"
+              " account there is; 'default', created, when there is none; with several,"
+              " name one).")
 def user_create(data_dir: str | None, config_file: str | None, name: str,
-                password: str | None, account_name: str) -> None:
+                password: str | None, account_name: str | None) -> None:
     """Create a console user, who signs in to the web console."""
-    from appliance.accounts import ensure_account
+    from appliance.accounts import AccountChoice, account_for_user
     from appliance.users import (
         UserExists,
         check_name,
@@ -227,9 +229,10 @@ def user_create(data_dir: str | None, config_file: str | None, name: str,
     )
 
     settings = settings_from(data_dir, config_file)
-    account_name = account_name.strip()
-    if not account_name or len(account_name) > 100:
-        fail("account names are 1 to 100 characters")
+    if account_name is not None:
+        account_name = account_name.strip()
+        if not account_name or len(account_name) > 100:
+            fail("account names are 1 to 100 characters")
     try:
         check_name(name)
         if password is None:
@@ -243,12 +246,12 @@ def user_create(data_dir: str | None, config_file: str | None, name: str,
         now = appliance.now_ms()
 
         def unit(conn: Any) -> Any:
-            acct = ensure_account(conn, account_name, now)
+            acct = account_for_user(conn, account_name, now)
             return create_user(conn, name, hashed, acct.id, now)
 
         try:
             made = appliance.store.writer.call(unit)
-        except (UserExists, ValueError) as exc:
+        except (AccountChoice, UserExists, ValueError) as exc:
             fail(str(exc))
             return
     click.echo(f"user {made.name} created in account {made.account_name}")
@@ -346,7 +349,10 @@ def key_list(data_dir: str | None, config_file: str | None, account_name: str | 
               help="Only look at this account's keys.")
 def key_revoke(data_dir: str | None, config_file: str | None, prefix: str,
                account_name: str | None) -> None:
-    """Revoke the key starting with PREFIX (or the whole key); refused from the next request."""
+    """Revoke the key starting with PREFIX (or the whole key); refused from the next request.
+
+    PREFIX as 'appliance key list' shows it (its ellipsis may stay), or longer: the 8
+    characters kept in clear are compared."""
     from appliance.accounts import KeyChoice, find_key, revoke_key
 
     with OfflineAppliance(settings_from(data_dir, config_file)) as appliance:
