@@ -65,15 +65,22 @@ def alerts_from(cov: Coverage, health: InboxHealth, late: int,
               a.coverage_min_pct,
               f"coverage {pct}% of {cov.total} messages (minimum {a.coverage_min_pct}%)"
               if pct is not None else "no messages in the coverage window"),
-        Alert("inbox_stale", health.oldest_age_s is not None
-              and health.oldest_age_s > a.inbox_oldest_max_s, health.oldest_age_s,
-              a.inbox_oldest_max_s,
-              f"{health.waiting} reports waiting, oldest {health.oldest_age_s} s"
-              f" (maximum {a.inbox_oldest_max_s:g} s)"),
+        inbox_alert(health, a.inbox_oldest_max_s),
         Alert("overdue", late > a.overdue_max, float(late), float(a.overdue_max),
               f"{late} messages past the delivery window without a final report"
               f" (maximum {a.overdue_max})"),
     ]
+
+
+def inbox_alert(health: InboxHealth, limit_s: float) -> Alert:
+    """``inbox_stale``; with nothing waiting its value is 0 (a number, as documented)
+    and its message says so, rather than "oldest None s"."""
+    age = health.oldest_age_s
+    if age is None:
+        return Alert("inbox_stale", False, 0.0, limit_s, f"{health.waiting} reports waiting")
+    return Alert("inbox_stale", age > limit_s, age, limit_s,
+                 f"{health.waiting} reports waiting, oldest {age:.0f} s"
+                 f" (maximum {limit_s:g} s)")
 
 
 def stored_states(conn: Connection) -> dict[str, bool]:
