@@ -48,9 +48,12 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Receipt dates with seconds (12 digits; else 10, minute resolution).")
 @click.option("--api-key", default=Behaviour.api_key, show_default=True,
               help="The api_key submissions must carry.")
-@click.option("--api-secret", default=Behaviour.api_secret, help="The api_secret they must carry.")
+@click.option("--api-secret", default=Behaviour.api_secret, show_default=True,
+              help="The api_secret they must carry (a provider's api_secret must match).")
 @click.option("--callback-secret", "signature_secret", default=Behaviour.signature_secret,
-              help="Secret that signs delivery receipts (Vonage signed webhooks).")
+              show_default=True,
+              help="Secret that signs delivery receipts (Vonage signed webhooks; a"
+              " provider's signature_secret must match).")
 @click.option("--signature-method", default="sha256", show_default=True,
               type=click.Choice(["md5hash", "md5", "sha1", "sha256", "sha512"]))
 @click.option("--delivered-rate", type=_RATE, default=0.82, show_default=True,

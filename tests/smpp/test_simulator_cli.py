@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 
 from appliance.providers.base import SubmitResult
+from appliance.providers.simulator_kind import (
+    SIMULATOR_API_KEY,
+    SIMULATOR_API_SECRET,
+    SIMULATOR_SIGNATURE_SECRET,
+)
 from appliance.smpp.session import SmppSession
+from tests.harness import run_cli
 from tests.smpp.support import Store, message, run, settings_for, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,3 +59,9 @@ def test_smpp_port_serves_an_smsc_with_the_given_credentials() -> None:
         _, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err
     assert f"SMSC simulator (SMPP 3.4) on 127.0.0.1:{port}" in err
+
+
+def test_help_shows_the_credentials_a_provider_must_give() -> None:
+    shown = " ".join(run_cli("simulator", "--help").stdout.split())
+    for value in (SIMULATOR_API_KEY, SIMULATOR_API_SECRET, SIMULATOR_SIGNATURE_SECRET):
+        assert f"default: {value}" in shown, value
