@@ -151,7 +151,10 @@ class OutgoingMessage:
     ``skip_parts`` are parts an earlier attempt already got to the provider (or may
     have): a transport that submits part by part (SMPP) sends only the others and
     reports :class:`PartOutcome` values for those. Empty on a first attempt, and always
-    for the HTTP kinds, which submit a message in one request.
+    for the HTTP kinds, which submit a message in one request. ``encoding`` is the one
+    decided at acceptance (``"GSM-7"``, ``"GSM-7 Turkish"``, ``"UCS-2"``): a transport
+    sends the parts the user was shown
+    (:func:`appliance.message_text.segments.segment_as`).
     """
 
     ref: str
@@ -159,6 +162,7 @@ class OutgoingMessage:
     body: str
     callback_url: str
     skip_parts: frozenset[int] = frozenset()
+    encoding: str = "GSM-7"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from appliance.config import ProviderSettings
 
-from .base import OptionDefaults
+from .base import OptionDefaults, OutgoingMessage
 from .vonage import VonageAdapter
 
 SIMULATOR_BASE_URL = "http://127.0.0.1:9090"
@@ -49,3 +49,10 @@ class SimulatorAdapter(VonageAdapter):
         self, settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None
     ) -> None:
         super().__init__(with_simulator_defaults(settings), now_ms=now_ms)
+
+    def encoding_params(self, msg: OutgoingMessage) -> dict[str, str]:
+        """A GSM-7 Turkish message (ENC-1) goes as text with ``national-language``, so
+        the simulator splits it into the parts the appliance counted."""
+        if msg.encoding == "GSM-7 Turkish":
+            return {"type": "text", "national-language": "turkish"}
+        return {}

@@ -194,12 +194,17 @@ class VonageAdapter(ProviderAdapter):
         }
         if not is_gsm7(msg.body):
             params["type"] = "unicode"
+        params.update(self.encoding_params(msg))
         if self.option_bool("sign_requests"):
             params["timestamp"] = str(self.now_ms() // 1000)
             params["sig"] = vonage_signature(params, s.signature_secret, s.signature_method)
         else:
             params["api_secret"] = s.api_secret
         return params
+
+    def encoding_params(self, msg: OutgoingMessage) -> dict[str, str]:
+        """Fields that say how the text is encoded, beyond ``type`` (none for Vonage)."""
+        return {}
 
     def build_request(self, msg: OutgoingMessage) -> httpx.Request:
         return httpx.Request(

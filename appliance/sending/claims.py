@@ -54,6 +54,7 @@ class Claimed:
     campaign_id: int | None = None
     priority: int = PRIORITY_HIGH
     window: SendWindow | None = None
+    encoding: str = "GSM-7"  # as accepted (ENC-1): the transport sends it so
 
     @property
     def skip_parts(self) -> frozenset[int]:
@@ -226,7 +227,8 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
             marks = ",".join("?" * len(chunk))
             for r in conn.execute(
                     "SELECT id, ref, msisdn, body, attempts, parts, campaign_id, priority,"
-                    f" state FROM messages{by_id} WHERE id IN ({marks}) AND claimed_at = ?",
+                    f" state, encoding FROM messages{by_id} WHERE id IN ({marks})"
+                    " AND claimed_at = ?",
                     (*chunk, stamp)):
                 rows[int(r[0])] = r
         if rows or not cancelled:
@@ -248,7 +250,7 @@ def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
     camp = campaigns.get(cid) if cid is not None else None
     return Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]), int(r[5]),
                    tuple(earlier.get(int(r[0]), ())), cid, int(r[7]),
-                   camp.window if camp is not None else None)
+                   camp.window if camp is not None else None, str(r[9]))
 
 
 def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int) -> list[Claimed]:

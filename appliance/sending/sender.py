@@ -202,7 +202,8 @@ class Sender:
         callback = self.appliance.settings.callback_url(lane.name)
         return await lane.transport.submit(
             OutgoingMessage(ref=msg.ref, msisdn=msg.msisdn, body=msg.body,
-                            callback_url=callback, skip_parts=msg.skip_parts))
+                            callback_url=callback, skip_parts=msg.skip_parts,
+                            encoding=msg.encoding))
 
 
 def install(appliance: Appliance) -> None:

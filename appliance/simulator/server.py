@@ -128,7 +128,8 @@ class Simulator:
             return _answer(to, ref, "1", error="Throughput Rate Exceeded")
         # Split as the network does (Vonage counts the same way): one entry, one id and
         # one receipt per part. A scripted "refuse_part" refuses that part inside the 200.
-        count = segment(params.get("text", "")).count
+        count = segment(params.get("text", ""),
+                        params.get("national-language") == "turkish").count
         refused = int(step.get("refuse_part", 0)) if step is not None else 0
         entries: list[dict[str, str]] = []
         taken: list[tuple[int, str]] = []

@@ -10,13 +10,12 @@ DELIVRD, throttling, hex ids answered and written in decimal in the receipt text
 failed segment of a concatenated message, a session dropped mid-window, ``submit_sm``
 never answered.
 
-:class:`SmscStats` counts what came in per segment (``destination`` and
-``short_message``, UDH included), so a test can prove nothing was sent twice:
-``received`` counts every ``submit_sm`` (a throttled one comes again), ``taken`` the
-times a segment was taken (must be once). ``drop_every`` models an SMSC that goes down
-after processing what reached it: the session takes (without answering) every
-``submit_sm`` already on its way, then closes; :meth:`SmscSimulator.drop_sessions`
-closes at once, losing whatever was still in flight.
+:class:`~appliance.simulator.smsc_stats.SmscStats` counts what came in per segment and
+reads each taken segment back as a handset would (the Turkish tables too, parts joined
+again), so a test can prove nothing was sent twice and the text is whole.
+``drop_every`` models an SMSC that goes down after processing what reached it: the
+session takes (without answering) every ``submit_sm`` already on its way, then closes;
+:meth:`SmscSimulator.drop_sessions` closes at once, losing whatever was still in flight.
 """
 
 from __future__ import annotations
@@ -27,12 +26,12 @@ import functools
 import logging
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from appliance.simulator.smsc_behaviour import SmscBehaviour
+from appliance.simulator.smsc_stats import SegmentKey, SmscStats
 from appliance.smpp import pdu
 from appliance.smpp.deliver import split_udh
 from appliance.smpp.encoding import ESM_CLASS_UDHI
@@ -50,45 +49,11 @@ from appliance.smpp.status import (
 
 log = logging.getLogger("appliance.simulator.smsc")
 
-SegmentKey = tuple[str, bytes]  # (destination_addr, short_message)
 STATE_VALUES = {"ENROUTE": 1, "DELIVRD": 2, "EXPIRED": 3, "DELETED": 4, "UNDELIV": 5,
                 "ACCEPTD": 6, "UNKNOWN": 7, "REJECTD": 8}
 HEX_COUNTING_FROM = 0x10000000  # ids = "hex-counting": 10000000, ..., 10000009, 1000000A
 DELIVER_TIMEOUT_S = 10.0
 DRAIN_IDLE_S = 0.05  # a dropping session reads on until the ESME has been quiet this long
-
-
-@dataclass
-class SmscStats:
-    received: Counter[SegmentKey] = field(default_factory=Counter)  # every submit_sm
-    taken: Counter[SegmentKey] = field(default_factory=Counter)  # taken (must be once each)
-    accepted: dict[SegmentKey, str] = field(default_factory=dict)  # taken -> message id
-    finals: dict[str, str] = field(default_factory=dict)  # message id -> final word
-    silent: set[str] = field(default_factory=set)  # message ids never reported
-    receipts_written: Counter[str] = field(default_factory=Counter)  # deliver_sm per id
-    receipts_acked: dict[str, list[str]] = field(default_factory=dict)  # ROK'd words per id
-    deliver_statuses: Counter[int] = field(default_factory=Counter)  # deliver_sm_resp codes
-    submit_statuses: Counter[int] = field(default_factory=Counter)  # what we answered
-    mo_acked: list[str] = field(default_factory=list)  # inbound texts answered ESME_ROK
-    binds: int = 0
-    bind_refused: int = 0
-    enquire_links: int = 0
-    unbinds: int = 0
-    unanswered: int = 0
-    drops: int = 0
-    max_outstanding: int = 0  # most submit_sm received and not yet answered on a session
-    arrivals: list[float] = field(default_factory=list)  # monotonic time of each submit_sm
-
-    # ``received`` is keyed by what was sent: two different messages with the same
-    # text to the same number count as one segment sent twice, so tests vary the text.
-
-    @property
-    def submits(self) -> int:
-        return sum(self.received.values())
-
-    def duplicates(self) -> dict[SegmentKey, int]:
-        """Segments that arrived more than once (there must be none)."""
-        return {key: n for key, n in self.received.items() if n > 1}
 
 
 @dataclass
@@ -372,6 +337,7 @@ class SmscSimulator:
         mid, text_id = self._new_id()
         stats.accepted[key] = mid
         stats.taken[key] += 1
+        stats.read(sm)
         word, silent = self._fate(sm)
         stats.finals[mid] = word
         if silent or not sm.registered_delivery & 0x01:
@@ -469,29 +435,7 @@ class SmscSimulator:
 
     def snapshot(self) -> dict[str, object]:
         """Everything :class:`SmscStats` holds, as JSON (segments as ``dest:hex``)."""
-        st = self.stats
-
-        def seg(key: SegmentKey) -> str:
-            return f"{key[0]}:{key[1].hex()}"
-
-        return {
-            "submits": st.submits,
-            "received": {seg(k): n for k, n in st.received.items()},
-            "taken": {seg(k): n for k, n in st.taken.items()},
-            "accepted": {seg(k): mid for k, mid in st.accepted.items()},
-            "finals": dict(st.finals),
-            "silent": sorted(st.silent),
-            "receipts_written": dict(st.receipts_written),
-            "receipts_acked": {mid: list(words) for mid, words in st.receipts_acked.items()},
-            "deliver_statuses": {str(k): n for k, n in st.deliver_statuses.items()},
-            "submit_statuses": {str(k): n for k, n in st.submit_statuses.items()},
-            "mo_acked": list(st.mo_acked),
-            "binds": st.binds, "bind_refused": st.bind_refused,
-            "enquire_links": st.enquire_links, "unbinds": st.unbinds,
-            "unanswered": st.unanswered, "drops": st.drops,
-            "max_outstanding": st.max_outstanding,
-            "sessions": len(self.sessions),
-        }
+        return self.stats.snapshot(len(self.sessions))
 
     def send_mo(self, source: str, destination: str, text: str) -> None:
         """Deliver an inbound message (``deliver_sm``, not a receipt) in UCS-2."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from appliance.message_text.alphabets import PLAIN, Tables, tables_of
 from appliance.message_text.segments import gsm7_text
 from appliance.smpp.encoding import ESM_CLASS_UDHI
 from appliance.smpp.ids import IdReader
@@ -23,8 +24,8 @@ from appliance.smpp.pdu import (
 )
 from appliance.smpp.receipt import Receipt, ReceiptError, is_receipt, read_receipt
 
-__all__ = ["Deliver", "DeliverHandler", "gsm7_text", "message_text", "read_deliver",
-           "split_udh"]
+__all__ = ["Deliver", "DeliverHandler", "gsm7_text", "header_elements", "message_text",
+           "read_deliver", "split_udh"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +50,9 @@ DeliverHandler = Callable[[Deliver], Awaitable[bool]]
 """``on_deliver``: ``True`` once the ``deliver_sm`` is durably stored."""
 
 
-def message_text(data_coding: int, payload: bytes) -> str | None:
+def message_text(data_coding: int, payload: bytes, tables: Tables = PLAIN) -> str | None:
     if data_coding == 0:
-        return gsm7_text(payload)
+        return gsm7_text(payload, tables)
     if data_coding == 1:
         return payload.decode("ascii", errors="replace")
     if data_coding == 3:
@@ -59,6 +60,27 @@ def message_text(data_coding: int, payload: bytes) -> str | None:
     if data_coding == 8:
         return payload.decode("utf-16-be", errors="replace")
     return None
+
+
+def header_elements(esm_class: int, data: bytes) -> dict[int, bytes]:
+    """The information elements of a UDH, ``{iei: value}`` (empty without a UDH)."""
+    if not esm_class & ESM_CLASS_UDHI or not data:
+        return {}
+    udh = data[1 : 1 + data[0]]
+    out: dict[int, bytes] = {}
+    at = 0
+    while at + 2 <= len(udh):
+        iei, length = udh[at], udh[at + 1]
+        out.setdefault(iei, udh[at + 2 : at + 2 + length])
+        at += 2 + length
+    return out
+
+
+def shift_tables(esm_class: int, data: bytes) -> Tables:
+    """The national language tables a UDH announces (TS 23.040 §9.2.3.24.15/16)."""
+    elements = header_elements(esm_class, data)
+    return tables_of({iei: v[0] for iei, v in elements.items()
+                      if iei in (0x24, 0x25) and len(v) == 1})
 
 
 def split_udh(esm_class: int, data: bytes) -> tuple[bytes, tuple[int, int, int] | None]:
@@ -105,4 +127,5 @@ def read_deliver(provider: str, frame: bytes, ids: IdReader, now_ms: int) -> Del
             return deliver(True, content.decode("latin-1"), error=str(exc))
         return deliver(True, receipt.text, receipt=receipt)
     payload, concat = split_udh(sm.esm_class, content)
-    return deliver(False, message_text(sm.data_coding, payload), concat=concat)
+    tables = shift_tables(sm.esm_class, content)
+    return deliver(False, message_text(sm.data_coding, payload, tables), concat=concat)

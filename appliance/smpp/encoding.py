@@ -1,19 +1,27 @@
-"""Part texts as ``short_message`` bytes: GSM-7 or UCS-2, with a concatenation UDH.
+"""Part texts as ``short_message`` bytes: GSM-7 (with the Turkish tables) or UCS-2, with a UDH.
 
 The text is split by the appliance's one segmentation
-(:func:`appliance.message_text.segments.segment`: the same encoding and parts the API showed
-and the message row counts); :func:`encode_parts` only turns those part texts into
-octets, it never splits.
+(:func:`appliance.message_text.segments.segment`: the same encoding, tables and parts the
+API showed and the message row counts); :func:`encode_parts` only turns those part texts
+into octets, it never splits.
 
-- GSM-7 (``data_coding`` 0, the SMSC default alphabet) is written unpacked: one septet
-  per octet, a character of the extension table as ``0x1B`` and its code
-  (:func:`appliance.message_text.segments.gsm7_septets`).
+- GSM-7 and GSM-7 Turkish (``data_coding`` 0, the SMSC default alphabet) are written
+  unpacked: one septet per octet, an escaped character as ``0x1B`` and its code
+  (:meth:`appliance.message_text.alphabets.Tables.septets`). SMPP 3.4 leaves the
+  octets of the SMSC default alphabet to the SMSC; one septet per octet is what SMSCs
+  take (node-smpp, Kannel) and what the tests' foreign SMSCs read. The SMSC packs them
+  for the air interface, where the part sizes of the segmentation (header and fill
+  bits counted) apply.
 - UCS-2 (``data_coding`` 8) is UTF-16 big-endian (a character outside the BMP takes
   two code units, as handsets expect).
-- A message of more than one part carries the 8-bit-reference concatenation UDH
-  ``05 00 03 ref total seq`` and sets the UDHI bit (``0x40``) of ``esm_class``. ``seq``
-  is the part's number in the whole message, so a part sent again alone (the others
-  already taken) still joins them on the handset.
+- The user-data header (UDH) holds, in this order, the 8-bit-reference concatenation
+  element ``00 03 ref total seq`` when the message has more than one part, then the
+  Turkish National Language Single Shift ``24 01 01`` and Locking Shift ``25 01 01``
+  elements when the text uses those tables (3GPP TS 23.040 §9.2.3.24.15/16), after its
+  length octet; a part with a UDH sets the UDHI bit (``0x40``) of ``esm_class``. A
+  one-part Turkish message carries the shift elements alone. ``seq`` is the part's
+  number in the whole message, so a part sent again alone (the others already taken)
+  still joins them on the handset.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from appliance.message_text.segments import Encoding, gsm7_septets, ucs2_bytes
+from appliance.message_text.alphabets import PLAIN, Tables
+from appliance.message_text.segments import Encoding, ucs2_bytes
 
 Alphabet = Encoding
 
@@ -37,9 +46,9 @@ class EncodedPart:
     short_message: bytes
 
 
-def payload(text: str, alphabet: Alphabet) -> bytes:
+def payload(text: str, alphabet: Alphabet, tables: Tables = PLAIN) -> bytes:
     """One part's text as octets (no UDH); ``ValueError`` when it cannot be encoded."""
-    return gsm7_septets(text) if alphabet == "GSM-7" else ucs2_bytes(text)
+    return ucs2_bytes(text) if alphabet == "UCS-2" else tables.septets(text)
 
 
 def concatenation_udh(ref: int, total: int, seq: int) -> bytes:
@@ -48,19 +57,32 @@ def concatenation_udh(ref: int, total: int, seq: int) -> bytes:
     return bytes((0x05, 0x00, 0x03, ref, total, seq))
 
 
+def user_data_header(total: int, seq: int, concat_ref: int, tables: Tables = PLAIN) -> bytes:
+    """The whole UDH, its length octet first; empty when the part needs none."""
+    elements = b""
+    if total > 1:
+        elements = concatenation_udh(concat_ref, total, seq)[1:]
+    for iei, language in tables.header_elements:
+        elements += bytes((iei, 1, language))
+    return bytes((len(elements),)) + elements if elements else b""
+
+
 def encode_part(text: str, alphabet: Alphabet, seq: int, total: int,
-                concat_ref: int) -> EncodedPart:
-    """Part ``seq`` of ``total`` (1-based); a UDH when ``total`` is more than one."""
-    coding = DATA_CODING_GSM7 if alphabet == "GSM-7" else DATA_CODING_UCS2
-    if total == 1:
-        return EncodedPart(coding, 0, payload(text, alphabet))
-    return EncodedPart(coding, ESM_CLASS_UDHI,
-                       concatenation_udh(concat_ref, total, seq) + payload(text, alphabet))
+                concat_ref: int, tables: Tables = PLAIN) -> EncodedPart:
+    """Part ``seq`` of ``total`` (1-based); a UDH when ``total`` is more than one or
+    Turkish tables are in use."""
+    coding = DATA_CODING_UCS2 if alphabet == "UCS-2" else DATA_CODING_GSM7
+    if alphabet == "UCS-2":
+        tables = PLAIN
+    udh = user_data_header(total, seq, concat_ref, tables)
+    return EncodedPart(coding, ESM_CLASS_UDHI if udh else 0,
+                       udh + payload(text, alphabet, tables))
 
 
-def encode_parts(parts: Sequence[str], alphabet: Alphabet, concat_ref: int) -> list[EncodedPart]:
+def encode_parts(parts: Sequence[str], alphabet: Alphabet, concat_ref: int,
+                 tables: Tables = PLAIN) -> list[EncodedPart]:
     """One :class:`EncodedPart` per part text, in order; a UDH when there are several."""
     if not parts:
         raise ValueError("a message has at least one part")
-    return [encode_part(text, alphabet, seq, len(parts), concat_ref)
+    return [encode_part(text, alphabet, seq, len(parts), concat_ref, tables)
             for seq, text in enumerate(parts, start=1)]

@@ -4,12 +4,13 @@
 HTTP kinds' connection pool. It owns the provider's :class:`SmppSession` (window,
 rate, reconnects) and, per message:
 
-1. splits the body with the appliance's one segmentation
-   (:func:`appliance.message_text.segments.segment`: the encoding and the parts the API
-   showed and the message row counts);
-2. encodes each part not in ``skip_parts`` (GSM-7 ``data_coding`` 0 or UCS-2 8; with a
-   concatenation UDH carrying the part's number in the whole message when there are
-   several, so a part sent again alone still joins the others on the handset);
+1. splits the body with the appliance's one segmentation, in the encoding decided at
+   acceptance (:func:`appliance.message_text.segments.segment_as`: the encoding, the
+   Turkish tables and the parts the API showed and the message row counts);
+2. encodes each part not in ``skip_parts`` (GSM-7 and GSM-7 Turkish ``data_coding`` 0,
+   UCS-2 8; with a concatenation UDH carrying the part's number in the whole message
+   when there are several, so a part sent again alone still joins the others on the
+   handset, and the Turkish shift elements beside it, :mod:`appliance.smpp.encoding`);
 3. submits them through the session and answers ``Outcome.of_parts``, one
    :class:`PartOutcome` per segment sent (MSG-3):
 
@@ -40,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
-from appliance.message_text.segments import segment
+from appliance.message_text.segments import segment_as
 from appliance.providers.base import (
     Outcome,
     OutgoingMessage,
@@ -144,7 +145,7 @@ class SmppTransport(Transport):
     # -- submission ----------------------------------------------------------------------
 
     async def submit(self, msg: OutgoingMessage) -> Outcome:
-        seg = segment(msg.body)
+        seg = segment_as(msg.body, msg.encoding)
         total = seg.count
         try:
             to = destination(msg.msisdn)
@@ -158,7 +159,8 @@ class SmppTransport(Transport):
         segments: list[Segment] = []
         for part in wanted:
             try:
-                enc = encode_part(seg.parts[part - 1], seg.encoding, part, total, ref)
+                enc = encode_part(seg.parts[part - 1], seg.encoding, part, total, ref,
+                                  seg.tables)
             except ValueError as exc:
                 refused.append(PartOutcome(part, SubmitResult.REJECTED,
                                            error=short(f"cannot encode: {exc}")))

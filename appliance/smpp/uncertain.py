@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.inbound.store import sender_number
-from appliance.message_text.segments import segment
+from appliance.message_text.segments import segment_as
 from appliance.reports.aggregate import message_state
 from appliance.reports.apply import apply_waiting_for_refs
 from appliance.smpp.encoding import payload
@@ -129,19 +129,19 @@ def orphans(conn: Connection, provider: str, received_before_ms: int, after_id: 
     return [Orphan(int(r[0]), str(r[1]), None if r[2] is None else bytes(r[2])) for r in rows]
 
 
-def excerpt_fits(excerpt: str, body: str, part: int) -> bool:
+def excerpt_fits(excerpt: str, body: str, part: int, encoding: str = "GSM-7") -> bool:
     """Is ``excerpt`` (a receipt's ``text:``) the start of part ``part`` of ``body``?
 
     Compared with the part's octets as sent (read as Latin-1, what most SMSCs copy)
-    and with its characters.
+    and with its characters; ``encoding`` is the message's, as accepted.
     """
-    seg = segment(body)
+    seg = segment_as(body, encoding)
     if not 1 <= part <= seg.count:
         return False
     text = seg.parts[part - 1]
     forms = [text.lstrip()]
     with contextlib.suppress(ValueError):
-        forms.append(payload(text, seg.encoding).decode("latin-1").lstrip())
+        forms.append(payload(text, seg.encoding, seg.tables).decode("latin-1").lstrip())
     return any(f.startswith(excerpt) or (len(f) >= 4 and excerpt.startswith(f))
                for f in forms)
 
@@ -200,18 +200,19 @@ def _bind_one(conn: Connection, provider: str, region: str, o: Orphan,
     if any(str(r[0]) == provider and r[1] == "SENDING" for r in to_number):
         return "busy"
     candidates: list[Any] = [c for c in conn.execute(
-        "SELECT m.id, m.ref, m.body, p.part, m.provider FROM messages m"
+        "SELECT m.id, m.ref, m.body, p.part, m.provider, m.encoding FROM messages m"
         " JOIN message_parts p ON p.message_id = m.id"
         " WHERE m.account_id IN (SELECT id FROM accounts) AND m.msisdn = ?"
         " AND p.state = 'UNCERTAIN' AND p.provider_msg_id IS NULL", (recipient,),
     ).fetchall() if str(c[4]) == provider]
     if excerpt:
-        candidates = [c for c in candidates if excerpt_fits(excerpt, str(c[2]), int(c[3]))]
+        candidates = [c for c in candidates if excerpt_fits(excerpt, str(c[2]), int(c[3]),
+                                                          str(c[5]))]
     if not candidates:
         return "no_part"
     if len(candidates) > 1:
         return "ambiguous"
-    message_id, ref, _body, part, _provider = candidates[0]
+    message_id, ref, _body, part, _provider, _encoding = candidates[0]
     conn.execute("INSERT INTO provider_ids (provider, provider_msg_id, ref, part)"
                  " VALUES (?, ?, ?, ?) ON CONFLICT (provider, provider_msg_id) DO NOTHING",
                  (provider, o.key, ref, part))
