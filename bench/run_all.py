@@ -22,6 +22,7 @@ ORDER = [
     "bench_sender_units.py",
     "bench_webhook_trigger.py",
     "bench_smpp.py",
+    "bench_turkish.py",
     "bench_backup.py",
     "bench_binary.py",
     "bench_edge_memory.py",

@@ -40,6 +40,7 @@ character in neither Turkish table (``₺``, an emoji): ``ucs2_because`` names t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from appliance.message_text.alphabets import (
@@ -130,91 +131,106 @@ def _is_low(ch: str) -> bool:
     return "\udc00" <= ch <= "\udfff"
 
 
-def _ucs2_atoms(text: str) -> list[tuple[str, int]]:
-    """The text as indivisible UTF-16 pieces with their units."""
-    out: list[tuple[str, int]] = []
+def _cuts(costs: list[int], limit: int) -> list[int]:
+    """Where greedy filling of parts of ``limit`` units starts each new part."""
+    if 2 not in costs:  # one unit each: plain arithmetic
+        return list(range(limit, len(costs), limit))
+    cuts: list[int] = []
+    used = 0
+    for i, cost in enumerate(costs):
+        if used + cost > limit:
+            cuts.append(i)
+            used = 0
+        used += cost
+    return cuts
+
+
+def _count(costs: list[int], single: int, concat: int) -> int:
+    """Parts greedy filling takes for pieces of these costs (without building them)."""
+    total = sum(costs)
+    if total <= single:
+        return 1
+    if 2 not in costs:
+        return -(-total // concat)
+    return len(_cuts(costs, concat)) + 1
+
+
+def _pieces(pieces: list[str], costs: list[int], single: int, concat: int
+            ) -> tuple[str, ...]:
+    if sum(costs) <= single:
+        return ("".join(pieces),)
+    bounds = [0, *_cuts(costs, concat), len(pieces)]
+    return tuple("".join(pieces[a:b]) for a, b in pairwise(bounds))
+
+
+def _ucs2_atoms(text: str) -> tuple[list[str], list[int]]:
+    """The text as indivisible UTF-16 pieces, and the units of each."""
+    pieces: list[str] = []
+    costs: list[int] = []
     i = 0
     while i < len(text):
         ch = text[i]
         if _is_high(ch) and i + 1 < len(text) and _is_low(text[i + 1]):
             # Two surrogate code points already split in the str: still one pair.
-            out.append((text[i : i + 2], 2))
+            pieces.append(text[i : i + 2])
+            costs.append(2)
             i += 2
             continue
-        out.append((ch, 2 if ord(ch) > 0xFFFF else 1))
+        pieces.append(ch)
+        costs.append(2 if ord(ch) > 0xFFFF else 1)
         i += 1
-    return out
-
-
-def _count(costs: list[int], single: int, concat: int) -> int:
-    """Parts greedy filling takes for pieces of these costs (without building them)."""
-    if sum(costs) <= single:
-        return 1
-    parts, used = 1, 0
-    for cost in costs:
-        if used + cost > concat:
-            parts, used = parts + 1, 0
-        used += cost
-    return parts
-
-
-def _pack(atoms: list[tuple[str, int]], limit: int) -> tuple[str, ...]:
-    parts: list[str] = []
-    current: list[str] = []
-    used = 0
-    for piece, cost in atoms:
-        if used + cost > limit:
-            parts.append("".join(current))
-            current, used = [], 0
-        current.append(piece)
-        used += cost
-    parts.append("".join(current))
-    return tuple(parts)
-
-
-def _split(text: str, atoms: list[tuple[str, int]], single: int, concat: int
-           ) -> tuple[tuple[str, ...], int]:
-    units = sum(cost for _, cost in atoms)
-    return ((text,) if units <= single else _pack(atoms, concat)), units
+    return pieces, costs
 
 
 def _ucs2_count(text: str) -> int:
-    if all(ord(ch) <= 0xFFFF for ch in text):  # no pair to keep whole: plain arithmetic
+    if max(text, default=" ") < "\ud800":  # no pair to keep whole: plain arithmetic
         n = len(text)
         return 1 if n <= UCS2_SINGLE else -(-n // UCS2_CONCAT)
-    return _count([c for _, c in _ucs2_atoms(text)], UCS2_SINGLE, UCS2_CONCAT)
+    return _count(_ucs2_atoms(text)[1], UCS2_SINGLE, UCS2_CONCAT)
 
 
-def _gsm7(text: str, tables: Tables, encoding: Encoding, ucs2_parts: int) -> Segmentation:
-    atoms = [(ch, tables.cost(ch)) for ch in text]
-    parts, units = _split(text, atoms, septets_per_part(tables, False),
-                          septets_per_part(tables, True))
-    return Segmentation(encoding, parts, None, units, ucs2_parts, tables)
+# Septets each character costs in each pairing (absent: it has no place there).
+_COST: dict[Tables, dict[str, int]] = {
+    t: {**{ch: 2 for ch in t.shifted}, **{ch: 1 for ch in t.basic}} for t in TURKISH_CHOICES}
+
+
+def _gsm7(text: str, tables: Tables, costs: list[int], encoding: Encoding,
+          ucs2_parts: int) -> Segmentation:
+    parts = _pieces(list(text), costs, septets_per_part(tables, False),
+                    septets_per_part(tables, True))
+    return Segmentation(encoding, parts, None, sum(costs), ucs2_parts, tables)
 
 
 def _ucs2(text: str, because: str | None) -> Segmentation:
-    atoms = _ucs2_atoms(text)
-    parts, units = _split(text, atoms, UCS2_SINGLE, UCS2_CONCAT)
-    return Segmentation("UCS-2", parts, because, units, len(parts))
+    pieces, costs = _ucs2_atoms(text)
+    parts = _pieces(pieces, costs, UCS2_SINGLE, UCS2_CONCAT)
+    return Segmentation("UCS-2", parts, because, sum(costs), len(parts))
 
 
 def _turkish(text: str) -> Segmentation | None:
-    """The best Turkish pairing for a text outside GSM-7, or ``None`` when UCS-2 is
-    at least as good (it is never better) or the only way."""
-    best: tuple[int, Tables] | None = None
+    """The best Turkish pairing for a text, or ``None`` when the Turkish tables cannot
+    write it (UCS-2 is never better: a character costs at most two septets there).
+
+    Pairings are tried in :data:`TURKISH_CHOICES` order and a later one is taken only
+    when it needs fewer parts. (With Turkish, both tables together never beat the
+    locking shift alone, whose table already holds every letter of the single shift;
+    they are tried all the same, for the rule's sake.)
+    """
+    best: tuple[int, Tables, list[int]] | None = None
     for tables in TURKISH_CHOICES[1:]:
-        costs = [tables.cost(ch) for ch in text]
+        table = _COST[tables]
+        costs = [table.get(ch, 0) for ch in text]
         if 0 in costs:
             continue
         n = _count(costs, septets_per_part(tables, False), septets_per_part(tables, True))
         if best is None or n < best[0]:
-            best = (n, tables)
+            best = (n, tables, costs)
     if best is None:
         return None
     ucs2_parts = _ucs2_count(text)
     if best[0] > ucs2_parts:
         return None
-    return _gsm7(text, best[1], "GSM-7 Turkish", ucs2_parts)
+    return _gsm7(text, best[1], best[2], "GSM-7 Turkish", ucs2_parts)
 
 
 def segment(text: str, turkish: bool = False) -> Segmentation:
@@ -223,24 +239,25 @@ def segment(text: str, turkish: bool = False) -> Segmentation:
     ``turkish``: the provider sends the Turkish tables to this destination. A lone
     surrogate is counted as one UCS-2 unit here; :func:`check_sendable` refuses it.
     """
-    because = next((ch for ch in text if ch not in GSM7_BASIC and ch not in GSM7_EXTENSION),
-                   None)
-    if because is None:
-        plain = _gsm7(text, PLAIN, "GSM-7", 0)
-        if turkish and any(ch == "€" for ch in text):
-            # € is one septet in the Turkish locking table: many of them may save a part.
-            better = _turkish(text)
-            if better is not None and better.count < plain.count:
-                return better
+    plain = _COST[PLAIN]
+    costs = [plain.get(ch, 0) for ch in text]
+    if 0 not in costs:
         n = len(text)  # every GSM-7 character is one UTF-16 unit
         ucs2_parts = 1 if n <= UCS2_SINGLE else -(-n // UCS2_CONCAT)
-        return Segmentation(plain.encoding, plain.parts, None, plain.units, ucs2_parts, PLAIN)
+        seg = _gsm7(text, PLAIN, costs, "GSM-7", ucs2_parts)
+        if turkish and "€" in text and seg.count > 1:
+            # € is one septet in the Turkish locking table: many of them may save a part.
+            better = _turkish(text)
+            if better is not None and better.count < seg.count:
+                return better
+        return seg
+    because = text[costs.index(0)]
     if turkish:
         chosen = _turkish(text)
         if chosen is not None:
             return chosen
-        because = next((ch for ch in text if TURKISH_CHOICES[-1].cost(ch) == 0
-                        and TURKISH_CHOICES[1].cost(ch) == 0), because)
+        single = _COST[TURKISH_CHOICES[1]]
+        because = next((ch for ch in text if ch not in single), because)
     return _ucs2(text, because)
 
 
