@@ -199,7 +199,8 @@ CREATE INDEX messages_due ON messages (state, next_attempt_at);
 -- the index alone, for one account or all.
 CREATE INDEX messages_created ON messages (created_at, account_id, state);
 -- Covering for a campaign's counts and parts by state (one pass over the index).
-CREATE INDEX messages_campaign_state ON messages (campaign_id, state, parts);
+CREATE INDEX messages_campaign_state ON messages (campaign_id, state, encoding, parts,
+    ucs2_parts);
 -- OPS-1: the sender's claim. Only messages waiting to be claimed are in it; one lane per
 -- (priority, campaign), oldest first, so each claim is a range scan of one lane.
 CREATE INDEX messages_lanes ON messages (provider, priority, campaign_id, state, next_attempt_at)

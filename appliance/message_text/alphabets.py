@@ -15,7 +15,7 @@ tables; Turkish has both kinds (national language identifier 1):
   ``0x25``, §9.2.3.24.16) with value ``0x01``.
 
 A :class:`Tables` is one pairing of a locking table and a single shift table; the
-encoder tries the four pairings Turkish makes (:data:`PLAIN` .. :data:`TURKISH_BOTH`).
+encoder weighs the four pairings Turkish makes (:data:`PLAIN` .. :data:`TURKISH_BOTH`).
 The tables are checked character by character against an implementation this project
 did not write (``gsmcodecs``) in the tests.
 """

@@ -207,20 +207,28 @@ def _ucs2(text: str, because: str | None) -> Segmentation:
     return Segmentation("UCS-2", parts, because, sum(costs), len(parts))
 
 
+_TRIED = TURKISH_CHOICES[1:3]  # single shift, locking shift (see _turkish)
+
+
 def _turkish(text: str) -> Segmentation | None:
     """The best Turkish pairing for a text, or ``None`` when the Turkish tables cannot
     write it (UCS-2 is never better: a character costs at most two septets there).
 
     Pairings are tried in :data:`TURKISH_CHOICES` order and a later one is taken only
-    when it needs fewer parts. (With Turkish, both tables together never beat the
-    locking shift alone, whose table already holds every letter of the single shift;
-    they are tried all the same, for the rule's sake.)
+    when it needs fewer parts. The single shift writes every character any Turkish
+    pairing can (the default table and all the Turkish letters): a text it cannot write
+    goes UCS-2. Both tables together are not tried: they write the same characters at
+    the same cost as the locking shift alone (whose table already holds every letter
+    the single shift adds) with three more header octets, so they never take fewer
+    parts (a property test holds this).
     """
     best: tuple[int, Tables, list[int]] | None = None
-    for tables in TURKISH_CHOICES[1:]:
+    for tables in _TRIED:
         table = _COST[tables]
         costs = [table.get(ch, 0) for ch in text]
         if 0 in costs:
+            if tables is TURKISH_CHOICES[1]:
+                return None
             continue
         n = _count(costs, septets_per_part(tables, False), septets_per_part(tables, True))
         if best is None or n < best[0]:

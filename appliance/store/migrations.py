@@ -284,6 +284,14 @@ def add_ucs2_parts(conn: apsw.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN ucs2_parts INTEGER")
 
 
+def add_campaign_encodings(conn: apsw.Connection) -> None:
+    """Version 13 (ENC-1): a campaign's progress reads its encodings and what UCS-2 would
+    take from the same covering index as its counts and parts."""
+    conn.execute("DROP INDEX messages_campaign_state;"
+                 " CREATE INDEX messages_campaign_state ON messages"
+                 " (campaign_id, state, encoding, parts, ucs2_parts)")
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
@@ -297,4 +305,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     10: add_import_windows,
     11: add_sign_in_guard,
     12: add_ucs2_parts,
+    13: add_campaign_encodings,
 }

@@ -247,3 +247,12 @@ def test_check_sendable_counts_with_the_tables() -> None:
     assert check_sendable(text, 3, turkish=True).count == 3
     with pytest.raises(ValueError, match="5 UCS-2 parts"):
         check_sendable(text, 3)
+
+
+@settings(max_examples=200)
+@given(st.text(ALPHABET, min_size=1, max_size=700))
+def test_both_tables_never_beat_the_locking_shift_alone(text: str) -> None:
+    """Why the encoder does not try both tables together (they are in the rule)."""
+    assert [TURKISH_BOTH.cost(ch) for ch in text] == [TURKISH_LOCKING.cost(ch) for ch in text]
+    if all(TURKISH_LOCKING.cost(ch) for ch in text):
+        assert _greedy(text, TURKISH_BOTH) >= _greedy(text, TURKISH_LOCKING)

@@ -4,6 +4,8 @@ and the simulator splits the text into the parts the appliance counted."""
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ import pytest
 from tests.harness import FileClock, Server, create_account, run_cli, wait_for
 from tests.sending.support import SimulatorProcess, message, provider_config, wait_state
 from tests.sending.support_campaigns import import_list, show
+from tests.web.console_support import create_user, page_token, sign_in
 
 TURKISH = ("Merhaba Ayşe, kampanyamız başladı! Bu hafta tüm ürünlerde yüzde yirmi indirim"
            " var, kaçırmayın lütfen")  # 2 parts in UCS-2, 1 with the Turkish tables
@@ -38,6 +41,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     cfg = provider_config(tmp / "cfg.toml", sim.url, extra='national_language = "turkish"\n')
     server = Server(data, config=cfg, env=clock.env).start()
     key = create_account(data, "acme")
+    create_user(data, "alice", "acme")
     try:
         with server.client(key) as api:
             yield Rig(server, sim, api)
@@ -94,3 +98,16 @@ def test_a_provider_that_cannot_send_the_tables_is_refused(tmp_path: Path) -> No
     assert out.returncode != 0
     assert "national_language: kind 'vonage' cannot send national language tables" in (
         out.stdout + out.stderr)
+
+
+def test_the_console_confirmation_says_what_ucs2_would_be(rig: Rig) -> None:
+    import_list(rig.api, "tr-console", 3, prefix="+90533")
+    with sign_in(rig.server) as client:
+        token = page_token(client, "/send")
+        keys = re.findall(r'name="send_key" value="([^"]+)"', client.get("/send").text)
+        review = client.post("/send/campaign/confirm", data={
+            "csrf_token": token, "send_key": keys[1], "list": "tr-console", "body": TURKISH})
+        assert review.status_code == 200, review.text
+        shown = re.sub(r"<[^>]+>", "", html.unescape(review.text))
+        assert "3 messages, 3 parts (UCS-2 would be 6), GSM-7 Turkish" in shown
+        assert 'data-confirm-ucs2-parts="6"' in review.text
