@@ -12,8 +12,10 @@ from appliance.message_text.segments import segment
 from appliance.providers.base import OutgoingMessage, SubmitResult
 from appliance.simulator.smsc import SmscSimulator
 from appliance.simulator.smsc_behaviour import SmscBehaviour
-from appliance.smpp.deliver import header_elements, shift_tables, split_udh
+from appliance.smpp import pdu
+from appliance.smpp.deliver import header_elements, read_deliver, shift_tables, split_udh
 from appliance.smpp.encoding import ESM_CLASS_UDHI, encode_parts
+from appliance.smpp.ids import IdReader
 from appliance.smpp.transport import SmppTransport
 from tests.smpp.support import run, settings_for, wait_until
 
@@ -73,3 +75,13 @@ def test_the_built_in_smsc_reads_the_text_back_whole() -> None:
             await sim.stop()
 
     run(body())
+
+
+def test_an_inbound_message_in_the_turkish_tables_reads_right() -> None:
+    text = "İptal için RET yazdım, teşekkürler"
+    seg = segment(text, turkish=True)
+    (p,) = encode_parts(seg.parts, seg.encoding, 1, seg.tables)
+    frame = pdu.deliver_sm(7, source_addr="905321234567", destination_addr="4609",
+                           esm_class=p.esm_class, short_message=p.short_message)
+    d = read_deliver("smsc", frame, IdReader("auto"), 0)
+    assert (d.is_receipt, d.text, d.concat) == (False, text, None)
