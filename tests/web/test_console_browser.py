@@ -230,6 +230,10 @@ def test_paste_20000_lines_watch_the_bar_and_download_the_rejects(
             " return b && b.value > 0 && b.value < b.max; }")
         page.wait_for_function("() => /\\d/.test(document.querySelector("
                                "'[data-field=rows_per_s]').textContent)")
+        # The rate shown while it runs is labelled "now", the percentage printed as the
+        # finished page prints it (one decimal).
+        figures = page.inner_text("#job-figures")
+        assert re.search(r"\(\d+\.\d %\) · now [\d\u2009–]+ rows/s", figures), figures
         page.screenshot(path=str(shots / "import-progress.png"))
         seen: list[float] = [float(page.eval_on_selector(bar, "b => b.value"))]
 

@@ -121,3 +121,30 @@ def test_a_campaign_is_done_only_when_nothing_can_change_and_its_bar_is_never_bl
     assert dict((c, n) for c, _, n in all_queued)["waiting"] == 100
     svg = str(state_bar_svg({"QUEUED": 40}, 100))
     assert 'class="waiting"' in svg and 'width="1000.00"' in svg
+
+
+def test_a_report_from_a_provider_whose_clock_is_ahead_is_listed_by_our_receive_time() -> None:
+    # Received in the very millisecond we recorded the submission, stamped 90 s later by
+    # the provider: it comes after the submission, with both times and the reason.
+    history = [report("delivered", "DELIVERED", T0 + 92_000, T0 + 2_000)]
+    events = message_timeline(message(), history)
+    assert [e.title.split(" ")[0] for e in events] == ["Accepted", "Submitted", "Report"]
+    last = events[-1]
+    assert (last.at_ms, last.reported_at) == (T0 + 2_000, T0 + 92_000)
+    assert "early" not in last.tags
+    assert any("90 s after we received it" in n and "clock is ahead" in n for n in last.notes)
+
+
+def test_the_last_hours_label_ends_inside_the_chart() -> None:
+    import re
+
+    from appliance.web.pages.chart import LABEL_HALF_W, WIDTH
+
+    end = 100 * HOUR_MS
+    svg = str(open_by_hour_svg([], end - 48 * HOUR_MS, end))
+    labels = re.findall(r'<text x="([\d.]+)" y="\d+" text-anchor="(middle|end)">\d\d:00</text>',
+                        svg)
+    assert len(labels) >= 8
+    for x, anchor in labels:
+        right = float(x) + (LABEL_HALF_W if anchor == "middle" else 0)
+        assert right <= WIDTH, (x, anchor)

@@ -63,6 +63,20 @@ def merge_hours(*groups: list[HourBar]) -> list[HourBar]:
     return sorted(out.values(), key=lambda b: b.hour_ms)
 
 
+# Half the width of an hour label ("17:00") at the chart's font size, in viewBox units.
+LABEL_HALF_W = 20
+
+
+def _hour_label(center: float, label: str) -> str:
+    """An x-axis label centred under its bar, or ending at the chart's right edge when
+    centring it would draw its end outside (the last hour's label was cut off)."""
+    if center + LABEL_HALF_W > WIDTH:
+        return (f'<text x="{WIDTH - 1}" y="{HEIGHT - 10}" text-anchor="end">'
+                f"{escape(label)}</text>")
+    return (f'<text x="{center:.1f}" y="{HEIGHT - 10}" text-anchor="middle">'
+            f"{escape(label)}</text>")
+
+
 def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int,
                      settling_from_ms: int | None = None) -> Markup:
     """The chart as SVG markup, safe to place in a template; hours from
@@ -108,8 +122,7 @@ def open_by_hour_svg(bars: list[HourBar], start_ms: int, end_ms: int,
                        f' width="{bar_w:.1f}" height="{h_open:.1f}"/>')
         out.append("</g>")
         if i % every == 0:
-            out.append(f'<text x="{x + bar_w / 2:.1f}" y="{HEIGHT - 10}" text-anchor="middle">'
-                       f"{escape(label)}</text>")
+            out.append(_hour_label(x + bar_w / 2, label))
     out.append("</svg>")
     return Markup("".join(out))
 

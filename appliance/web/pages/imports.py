@@ -213,8 +213,9 @@ async def job_page(request: Request, session: ConsoleSession, form: FormData) ->
     if job is None:
         return _missing_job(request, session)
     return page(request, "job.html", session, title=f"Import job {job.id}", job=job_json(job),
-                finished=job.state in TERMINAL, again=request.query_params.get("again") == "1",
-                lists=lists, rerun_error=None, rerun_key=secrets.token_urlsafe(18))
+                list_id=job.list_id, finished=job.state in TERMINAL,
+                again=request.query_params.get("again") == "1", lists=lists,
+                rerun_error=None, rerun_key=secrets.token_urlsafe(18))
 
 
 async def job_rerun(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -233,7 +234,7 @@ async def job_rerun(request: Request, session: ConsoleSession, form: FormData) -
         account_id = session.account_id
         lists = await appliance.store.readers.run(lambda c: list_lists(c, account_id))
         return page(request, "job.html", session, status=refusal_status(exc),
-                    title=f"Import job {job.id}", job=job_json(job),
+                    title=f"Import job {job.id}", job=job_json(job), list_id=job.list_id,
                     finished=job.state in TERMINAL, again=False, lists=lists,
                     rerun_error=exc.message, rerun_key=secrets.token_urlsafe(18))
     if wants_json(request):

@@ -141,7 +141,9 @@ async def _logout(request: Request, session: ConsoleSession, form: FormData) -> 
 
 
 async def _home(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    return RedirectResponse("/import", status_code=303)
+    """The console's front page is the delivery dashboard, as the README says: after
+    sign-in (without a page to return to) and at ``/``."""
+    return RedirectResponse("/dashboard", status_code=303)
 
 
 def routes() -> list[BaseRoute]:

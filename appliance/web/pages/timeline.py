@@ -1,12 +1,16 @@
 """A message's life as a timeline: our own steps and every report the provider sent.
 
 Built from the message row and its kept report history (``message_history``), in the
-order things reached us. Each report says what became of it: applied, still waiting
-in the inbox, or kept but not applied, and then why, replaying the newer-wins rule
-(``appliance.reports.states.decide``) over the reports applied before it to the same
-part. For a message in several parts each report is labelled with its part. Reports that
-arrived before our own record of the submission (the race the inbox absorbs) and
-reports that came more than once (repeats, ignored) are marked.
+order things reached us: by our own clock (when we recorded a step, when a report was
+received), never by the provider's, whose clock may be ahead or behind. A report shows
+both times, and says so when the provider's is ahead of ours; at the same millisecond
+our own step comes first. (The API's ``history`` keeps its own order.) Each report says
+what became of it: applied, still waiting in the inbox, or kept but not applied, and
+then why, replaying the newer-wins rule (``appliance.reports.states.decide``) over the
+reports applied before it to the same part. For a message in several parts each report
+is labelled with its part. Reports that arrived before our own record of the submission
+(the race the inbox absorbs) and reports that came more than once (repeats, ignored)
+are marked.
 """
 
 from __future__ import annotations
@@ -109,9 +113,13 @@ def message_timeline(message: Message, history: list[HistoryEntry],
         else:
             kind = "waiting"
             notes.append("waiting in the inbox for its message")
+        ahead_s = (h.reported_at - h.received_at) / 1000 if h.reported_at else 0
+        if ahead_s >= 1:
+            notes.append(f"the provider's time is {ahead_s:,.0f} s after we received it (its"
+                         " clock is ahead of ours): listed by when it reached us")
         code = f", provider code {h.error_code}" if h.error_code else ""
         events.append(Event(h.received_at, f"Report {h.status} → {h.state}{code}{label}", kind,
-                            tuple(tags), tuple(notes), h.reported_at or None, order=1 + 2 * i))
+                            tuple(tags), tuple(notes), h.reported_at or None, order=3 + i))
     for a in actions:
         verb = "Resend requested" if a.action == "resend" else "Marked failed"
         note = ("the provider may already have had it: it was submitted once more"

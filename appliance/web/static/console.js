@@ -178,11 +178,27 @@
     if (button) { button.addEventListener("click", function (e) { e.preventDefault(); ask(); }); }
   }
 
+  /* A percentage as the pages print it: one decimal ("25.0 %" beside "100.0 %"). */
+  function pct(n) { return Number(n).toFixed(1); }
+
+  /* The rate "now": rows read per second over the polls of the last few seconds, as
+     this page saw them. The job's own rows_per_s is its average since it started (the
+     figure its finished page shows as such): early on that one is far off. */
+  function rateNow(samples, processed) {
+    var t = Date.now();
+    samples.push([t, processed]);
+    while (samples.length > 2 && t - samples[1][0] >= 5000) { samples.shift(); }
+    if (samples.length < 2 || t - samples[0][0] < 400) { return null; }
+    return Math.max(0, Math.round(1000 * (processed - samples[0][1]) / (t - samples[0][0])));
+  }
+
   function jobPoll(card) {
     var url = card.getAttribute("data-job-poll");
     var bar = card.querySelector("[data-bar]");
     var pollStatus = card.querySelector("[data-poll-status]");
     var fields = document.querySelectorAll("[data-field]");
+    var now = card.querySelector("[data-rate-now]");
+    var samples = [];
     function tick() {
       fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store" })
         .then(function (r) {
@@ -194,13 +210,14 @@
           pollStatus.textContent = "";
           bar.max = job.total;
           bar.value = job.processed;
-          bar.textContent = job.percent + " %";
+          bar.textContent = pct(job.percent) + " %";
           fields.forEach(function (el) {
             var k = el.getAttribute("data-field");
-            if (!(k in job)) { return; }
+            if (!(k in job) || k === "rows_per_s") { return; }
             var v = job[k];
-            el.textContent = (typeof v === "number" && k !== "percent") ? fmt(v) : (v === null ? "–" : String(v));
+            el.textContent = k === "percent" ? pct(v) : (typeof v === "number" ? fmt(v) : (v === null ? "–" : String(v)));
           });
+          if (now) { now.textContent = fmt(rateNow(samples, job.processed)); }
           if (job.finished) {
             window.location.reload();
             return;
