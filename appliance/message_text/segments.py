@@ -31,9 +31,13 @@ filled greedily in order, which gives the fewest parts for a text in a given enc
 the field does). With Turkish: among the pairings that can write the text (plain,
 single shift, locking shift, both) the one with the fewest parts, a tie going to the
 fewer information elements (then the single shift); it is taken when it needs no more
-parts than UCS-2 would. **Ties with UCS-2 go to GSM-7 Turkish**: the parts (the bill)
-are the same, and Turkish handsets read the tables. UCS-2 remains for a text with a
-character in neither Turkish table (``₺``, an emoji): ``ucs2_because`` names the first.
+parts than UCS-2 would. (Both tables together never take fewer parts than the locking
+shift alone, so :func:`_turkish` does not count them; a property test holds this.)
+Plain GSM-7 keeps a text it can write unless the Turkish tables save a part (many
+``€``, one septet in the locking table). **Ties with UCS-2 go to GSM-7 Turkish**: the
+parts (the bill) are the same, and Turkish handsets read the tables. UCS-2 remains for
+a text with a character in neither Turkish table (``₺``, an emoji): ``ucs2_because``
+names the first.
 ``ucs2_parts`` is what UCS-2 would have taken, whatever was chosen.
 """
 
