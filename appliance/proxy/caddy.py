@@ -25,20 +25,21 @@ def duration(seconds: float) -> str:
 def caddyfile(shape: ProxyShape, *, listen: str = "", server_name: str = "",
               tls_cert: str = "", tls_key: str = "") -> str:
     """The Caddyfile. The site is ``server_name`` (Caddy then gets and renews its
-    certificate) or ``http://listen``; ``tls_cert``/``tls_key`` name a certificate of
-    one's own."""
+    certificate) or every host name on ``listen``'s port (its address bound);
+    ``tls_cert``/``tls_key`` name a certificate of one's own."""
     tls = bool(tls_cert and tls_key)
     too_large = refusal_json(
         "payload_too_large", f"the request is larger than the limit of"
         f" {shape.import_max_bytes} bytes; split it and send it in parts",
         limit=shape.import_max_bytes)
     unavailable = refusal_json("unavailable", "the appliance is not answering; try again shortly")
+    address, _, port = listen.rpartition(":") if ":" in listen else ("", "", listen)
+    # A site of a port only answers every host name; the address goes to `bind` (a site
+    # written `http://127.0.0.1:8080` would answer only requests whose Host is that).
     if server_name and server_name != "_":
-        site = f"{server_name}:{listen.rsplit(':', 1)[-1]}" if listen else server_name
-    elif tls:
-        site = f"https://{listen or ':443'}"
+        site = f"{server_name}:{port}" if port else server_name
     else:
-        site = f"http://{listen or ':80'}"
+        site = f"{'https' if tls else 'http'}://:{port or ('443' if tls else '80')}"
     lines = [
         "# Made by `appliance proxy-config caddy` from the settings in force; print it",
         "# again when port, [reports] intake_port, [import] max_bytes or [http] change.",
@@ -56,6 +57,8 @@ def caddyfile(shape: ProxyShape, *, listen: str = "", server_name: str = "",
         "",
         f"{site} {{",
     ]
+    if address:
+        lines.append(f"    bind {address.strip('[]')}")
     if tls:
         lines.append(f"    tls {tls_cert} {tls_key}")
     lines += [
