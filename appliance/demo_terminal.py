@@ -1,11 +1,12 @@
 """The demo's terminal: the banner, then one status line that updates in place.
 
 ``appliance demo`` sends its logs to a file in the data dir, so what a newcomer sees
-stays readable: the banner (where the data is, the console sign-in, the API key,
-commands to copy) and below it a single line, rewritten every second on a terminal,
-with the import jobs, the campaign's progress, messages sent per second, the live
-coverage and the report inbox. When the output is not a terminal (a pipe, a file)
-the line is printed afresh every :data:`PLAIN_EVERY_S` seconds instead.
+stays readable: the banner (where the data is, the console sign-in, commands to copy,
+the curl ones broken between words to fit 80 columns, then the API key, once, on stdout) and
+below it a single line, rewritten every second on a terminal, with the import jobs,
+the campaign's progress, messages sent per second, the live coverage and the report
+inbox. When the output is not a terminal (a pipe, a file) the line is printed afresh
+every :data:`PLAIN_EVERY_S` seconds instead.
 
 The figures come from the appliance's own HTTP API (``/api/jobs``, ``/api/campaigns``,
 ``/api/stats``) with the demo's key: the same numbers the console and scripts see.
@@ -13,10 +14,13 @@ The figures come from the appliance's own HTTP API (``/api/jobs``, ``/api/campai
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shlex
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -54,30 +58,70 @@ class BannerFacts:
     smsc: str = ""  # host:port of the SMSC simulator, when the demo runs one
 
 
+BANNER_WIDTH = 79  # a curl line longer than this is cut between words, with a backslash
+
+
+def shell_lines(words: list[str], indent: str = "  ", width: int = BANNER_WIDTH) -> str:
+    """One shell command, broken between its (already quoted) words with ``\\`` so
+    that no line is wider than ``width``: a terminal wraps a long line mid-word, and the
+    copied command still runs as printed. A word may be an option with its value
+    (``-H 'Accept: ...'``): they stay on one line."""
+    lines: list[str] = []
+    line = indent + words[0]
+    for word in words[1:]:
+        if len(line) + 1 + len(word) + 2 > width:
+            lines.append(line + " \\")
+            line = indent + " " + word
+        else:
+            line += " " + word
+    return "\n".join([*lines, line])
+
+
+def backup_suggestion(data_dir: Path, cwd: Path | None = None) -> Path:
+    """Where the banner's backup command writes: beside the data dir, unless that is the
+    current directory (a checkout of the repository: the copy would lie among its
+    files), else the system's temporary directory, named after the data dir."""
+    here = (cwd or Path.cwd()).resolve()
+    parent = data_dir.resolve().parent
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", data_dir.name) or "data"
+    if parent != here and here not in parent.parents:
+        return parent / f"{name}-backup.db"
+    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"appliance-{name}-{digest}-backup.db"
+
+
 def banner(f: BannerFacts) -> str:
-    auth = f"-H 'Authorization: Bearer {f.key}'"
-    message = '{"to": "+905321234567", "body": "hello"}'
+    """The demo's banner (stderr). The API key is not in it but on stdout, right after
+    its last line (``API key``): on a terminal it shows once, and a script reads it as
+    stdout's last line."""
+    auth = ["-H " + shlex.quote(f"Authorization: Bearer {f.key}")]
+    message = shlex.quote('{"to": "+905321234567", "body": "hello"}')
     data_dir = shlex.quote(str(f.data_dir))
     user = f"   user demo, password {f.password}" if f.password else ""
-    backup = shlex.quote(str(Path.cwd() / "appliance-demo-backup.db"))
-    smsc = (f"  smsc       {f.smsc}  (SMPP 3.4, provider smsc: the second campaign,"
-            " long Turkish text in UCS-2 parts)\n") if f.smsc else ""
+    backup = shlex.quote(str(backup_suggestion(f.data_dir)))
+    smsc = (f"  smsc       {f.smsc}  (SMPP 3.4: the second campaign, provider smsc,\n"
+            "             long Turkish text in UCS-2 parts)\n") if f.smsc else ""
+    tries = "\n".join([
+        shell_lines(["curl", "-s", *auth, f"{f.url}/api/jobs/{f.job_id}"]),
+        shell_lines(["curl", "-s", *auth, "-H 'Content-Type: application/json'",
+                     "-d " + message, f"{f.url}/api/messages"]),
+        shell_lines(["curl", "-s", *auth, f"{f.url}/api/stats"]),
+        # On one line each, however long: the paths in them cannot be cut anyway.
+        f"  {f.command} doctor --data-dir {data_dir}",
+        f"  {f.command} backup --data-dir {data_dir} {backup}",
+    ])
     return f"""
 appliance demo
   data dir   {f.data_dir}
   logs       {f.log_file}
-  simulator  {f.sim_url}  (Vonage format; early, duplicate, reordered receipts)
+  simulator  {f.sim_url}  (the Vonage format,
+             early, repeated and reordered receipts)
 {smsc}  console    {f.url}/{user}
-  API key    {f.key}
 
 try:
-  curl -s {auth} {f.url}/api/jobs/{f.job_id}
-  curl -s {auth} -H 'Content-Type: application/json' -d '{message}' {f.url}/api/messages
-  curl -s {auth} {f.url}/api/stats
-  {f.command} doctor --data-dir {data_dir}
-  {f.command} backup --data-dir {data_dir} {backup}
-Ctrl+C stops the demo; the data dir stays (doctor and backup work on it afterwards too).
-"""
+{tries}
+Ctrl+C stops the demo; the data dir stays (doctor and backup work on it after).
+  API key"""
 
 
 def _pct(value: Any) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import io
 import re
+import tempfile
 from pathlib import Path
 
-from appliance.demo_terminal import BannerFacts, StatusLine, banner
+from appliance.demo_terminal import BannerFacts, StatusLine, backup_suggestion, banner
 
 
 def test_the_banner_names_the_data_dir_the_log_and_ready_commands() -> None:
@@ -34,3 +35,27 @@ def test_the_status_line_says_jobs_sending_rate_coverage_and_inbox() -> None:
     assert "100 msg/s" in line and "coverage 45.0% live" in line and "inbox 12" in line
     assert "\n" not in line and len(line) < 100
     assert io.StringIO().isatty() is False  # off a terminal the writer prints full lines
+
+
+def test_the_banner_fits_80_columns_shows_the_key_once_and_backs_up_outside_the_checkout(
+        tmp_path: Path) -> None:
+    key = "apl_" + "K" * 43
+    facts = BannerFacts(Path("/tmp/appliance-demo-abc"), Path("/tmp/appliance-demo-abc/x.log"),
+                        "http://127.0.0.1:9", "http://127.0.0.1:8080", key, 1, "pw",
+                        ".venv/bin/appliance", "127.0.0.1:40000")
+    text = banner(facts)
+    for line in text.splitlines():
+        assert len(line) < 80 or " doctor " in line or " backup " in line, line
+    # The key only where it is used; as itself, once: stdout's line after "API key".
+    assert text.rstrip().endswith("API key")
+    assert not any(line.strip() == key for line in text.splitlines())
+    # Every curl command, its continuation lines joined, is one valid command.
+    joined = re.sub(r" \\\n\s+", " ", text)
+    assert joined.count(f"-H 'Authorization: Bearer {key}'") == 3
+    assert "-d '{\"to\": \"+905321234567\", \"body\": \"hello\"}' http" in joined
+    # The backup goes beside the data dir, or to the temporary directory when the data
+    # dir is in the current directory (a checkout): never into the current directory.
+    beside = backup_suggestion(Path("/tmp/appliance-demo-abc"), cwd=tmp_path)
+    assert beside == Path("/tmp/appliance-demo-abc-backup.db")
+    inside = backup_suggestion(tmp_path / "demo-data", cwd=tmp_path)
+    assert inside.parent == Path(tempfile.gettempdir()) and tmp_path not in inside.parents
