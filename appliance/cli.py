@@ -270,16 +270,25 @@ def user_create(data_dir: str | None, config_file: str | None, name: str,
               help="Act for the account of this API key instead of naming it.")
 @click.option("--rerun", "rerun_of", type=click.IntRange(1), default=None, metavar="JOB",
               help="Parse job JOB's stored payload again as a new job (no FILE).")
+@click.option("--rejects", "rejects_of", type=click.IntRange(1), default=None, metavar="JOB",
+              help="Print job JOB's rejected lines as CSV on stdout (line_number, line,"
+              " reason), and nothing else.")
 def import_command(data_dir: str | None, config_file: str | None, file: str | None,
                    list_name: str | None, region: str | None, account_name: str | None,
-                   api_key: str | None, rerun_of: int | None) -> None:
-    """Queue an import of FILE (or re-run job JOB) and show its progress until it is done.
+                   api_key: str | None, rerun_of: int | None, rejects_of: int | None) -> None:
+    """Queue an import of FILE (or re-run job JOB) and show its progress until it is done;
+    or print a job's rejected lines (--rejects JOB).
 
     With one account it is used; with several, choose with --account or --key.
     """
-    from appliance.imports.cli_import import run_import, run_rerun
+    from appliance.imports.cli_import import run_import, run_rejects, run_rerun
 
     settings = settings_from(data_dir, config_file)
+    if rejects_of is not None:
+        if file is not None or rerun_of is not None or list_name is not None \
+                or region is not None:
+            fail("--rejects JOB takes no FILE, --rerun, --list or --region")
+        sys.exit(run_rejects(settings, rejects_of, account_name, api_key))
     if rerun_of is not None:
         if file is not None or region is not None:
             fail("--rerun takes no FILE and no --region: it reads the job's stored payload"
@@ -289,7 +298,8 @@ def import_command(data_dir: str | None, config_file: str | None, file: str | No
         fail("give the FILE to import and --list NAME (or --rerun JOB)")
         return
     data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
-    sys.exit(run_import(settings, data, list_name, region, account_name, api_key))
+    source = "stdin" if file == "-" else f"the file {file}"
+    sys.exit(run_import(settings, data, list_name, region, account_name, api_key, source))
 
 
 @main.group("key")

@@ -51,6 +51,10 @@ def check_region(region: Any, default: str) -> str:
         return default
     if not isinstance(region, str) or not valid_region(region):
         shown = repr(region if isinstance(region, str) else type(region).__name__)[:40]
+        if isinstance(region, str) and len(region) == 2 and region.isascii() \
+                and region.isalpha():  # the right shape, but no region anyone numbers
+            raise Invalid("invalid_region", f"region {shown} is not a known region: give a"
+                          " two-letter country code such as TR, GB, US")
         raise Invalid("invalid_region",
                       f"region {shown} is not a two-letter country code (e.g. TR, GB, US)")
     return region.upper()

@@ -9,6 +9,8 @@ The account is the one named (``--account``), the one whose key is given
 command refuses and lists them (it never makes an account of its own).
 ``--rerun JOB`` queues a new job over job JOB's stored payload instead of a file
 (IMP-11): the current parser reads it again, into the same list or ``--list``.
+``--rejects JOB`` prints job JOB's rejected lines as CSV on stdout (what
+``GET /api/jobs/{id}/rejects.csv`` answers), with no server needed.
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ from appliance.imports.import_job import (
     create_job,
     fallback_idempotency_key,
     get_job,
+    iter_rejects,
     payload_sha256,
     rerun_job,
 )
 from appliance.imports.worker import ImportWorker
 from appliance.offline import OfflineAppliance
 from appliance.refusals import Refused
+from appliance.web.csv_export import csv_rows
 
 
 def _bar(job: ImportJob, started: float) -> str:
@@ -53,12 +57,17 @@ def _bar(job: ImportJob, started: float) -> str:
 
 
 def run_import(settings: Settings, data: bytes, list_name: str, region: str | None,
-               account_name: str | None, key: str | None = None) -> int:
+               account_name: str | None, key: str | None = None,
+               source: str = "the file") -> int:
+    """Queue ``data`` (read from ``source``, a path or ``stdin``) and follow the job."""
     try:
         name = check_list_name(list_name)
         region_code = check_region(region, settings.imports.default_region)
         total = count_payload_lines(data, settings.imports)
     except Refused as exc:
+        if exc.error == "empty_list":  # the API's wording asks a paste for a number
+            what = "is empty" if not data else "holds only blank lines"
+            raise click.ClickException(f"{source} {what}: nothing to import") from None
         raise click.ClickException(exc.message) from None
     digest = payload_sha256(data)
 
@@ -86,11 +95,40 @@ def run_rerun(settings: Settings, job_id: int, list_name: str | None,
         job, _ = rerun_job(conn, job_id, account_id, target, idempotency_key, now)
         return job
 
-    return _queue_and_follow(settings, account_name, key, queue)
+    return _queue_and_follow(settings, account_name, key, queue, job_id)
+
+
+def run_rejects(settings: Settings, job_id: int, account_name: str | None,
+                key: str | None = None) -> int:
+    """``appliance import --rejects JOB``: the job's rejected lines, CSV, on stdout."""
+    with OfflineAppliance(settings) as appliance:
+        store = appliance.store
+        try:
+            account = store.readers.call(lambda c: choose_account(c, account_name, key))
+        except AccountChoice as exc:
+            raise click.ClickException(str(exc)) from None
+        job = store.readers.call(partial(get_job, job_id=job_id, account_id=account.id))
+        if job is None:
+            raise click.ClickException(_no_such_job(account.name, job_id))
+        rows = store.readers.call(lambda c: list(iter_rejects(c, job_id)))
+    out = sys.stdout.buffer
+    for piece in csv_rows(["line_number", "line", "reason"],
+                          ([n, line, reason] for n, line, reason in rows)):
+        out.write(piece)
+    out.flush()
+    click.echo(f"job {job_id}: {len(rows)} rejected lines", err=True)
+    return 0
+
+
+def _no_such_job(account: str, job_id: int | None) -> str:
+    if job_id is None:
+        return f"account {account!r} has no such job"
+    return (f"account {account!r} has no such job {job_id}: no job has that number, or it"
+            " is another account's")
 
 
 def _queue_and_follow(settings: Settings, account_name: str | None, key: str | None,
-                      queue: Any) -> int:
+                      queue: Any, job_id: int | None = None) -> int:
     opened = OfflineAppliance(settings)
     with opened as appliance:
         store = appliance.store
@@ -105,7 +143,7 @@ def _queue_and_follow(settings: Settings, account_name: str | None, key: str | N
                 raise click.ClickException(
                     f"job {exc.job_id}'s stored payload was pruned on {iso(exc.pruned_at)}"
                     " ([import] payload_retention_days); import the file again") from None
-            raise click.ClickException(f"account {account.name!r} has no such job") from None
+            raise click.ClickException(_no_such_job(account.name, job_id)) from None
         except (JobStillRunning, ListBeingDeleted) as exc:
             raise click.ClickException(str(exc)) from None
         again = f" (a re-run of job {job.rerun_of})" if job.rerun_of else ""
@@ -142,5 +180,6 @@ def _queue_and_follow(settings: Settings, account_name: str | None, key: str | N
         f" {job.rejected} rejected, {job.blank} blank"
     )
     if job.rejected:
-        click.echo(f"rejected lines: GET /api/jobs/{job.id}/rejects.csv", err=True)
+        click.echo(f"rejected lines: appliance import --rejects {job.id}"
+                   f" (or GET /api/jobs/{job.id}/rejects.csv)", err=True)
     return 0 if job.state == "DONE" else 1

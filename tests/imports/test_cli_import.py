@@ -4,6 +4,8 @@ at once."""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 from tests.harness import Server, create_account, run_cli
@@ -68,3 +70,39 @@ def test_key_create_list_revoke_and_a_revoked_key_gets_401_at_once(data_dir: Pat
         assert again.returncode == 1 and "already revoked" in again.stderr
     finally:
         srv.stop()
+
+
+def test_import_says_what_is_wrong_and_prints_a_jobs_rejects(
+        tmp_path: Path, data_dir: Path) -> None:
+    create_account(data_dir, "acme")
+    d = ("--data-dir", str(data_dir))
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    refused = run_cli("import", str(empty), "--list", "l", *d, check=False)
+    assert refused.returncode == 1 and f"the file {empty} is empty" in refused.stderr
+    assert "paste" not in refused.stderr
+    blank = tmp_path / "blank.csv"
+    blank.write_bytes(b"\n \n")
+    refused = run_cli("import", str(blank), "--list", "l", *d, check=False)
+    assert "holds only blank lines" in refused.stderr
+
+    listing = tmp_path / "list.csv"
+    listing.write_text("+905321234567\nnot a number\n+905321234568\n12\n")
+    unknown = run_cli("import", str(listing), "--list", "l", "--region", "XX", *d,
+                      check=False)
+    assert unknown.returncode == 1 and "'XX' is not a known region" in unknown.stderr
+    assert "not a two-letter" not in unknown.stderr
+
+    done = run_cli("import", str(listing), "--list", "l", *d)
+    assert "2 rejected" in done.stdout and "appliance import --rejects 1" in done.stderr
+    rejects = run_cli("import", "--rejects", "1", *d)
+    rows = list(csv.reader(io.StringIO(rejects.stdout)))
+    assert rows[0] == ["line_number", "line", "reason"]
+    assert [(r[0], r[1]) for r in rows[1:]] == [("2", "not a number"), ("4", "12")]
+
+    missing = run_cli("import", "--rejects", "99", *d, check=False)
+    assert missing.returncode == 1 and "no such job 99" in missing.stderr
+    rerun = run_cli("import", "--rerun", "99", *d, check=False)
+    assert rerun.returncode == 1 and "no such job 99" in rerun.stderr
+    mixed = run_cli("import", str(listing), "--rejects", "1", *d, check=False)
+    assert mixed.returncode == 1 and "--rejects JOB takes no FILE" in mixed.stderr
