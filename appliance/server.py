@@ -32,7 +32,7 @@ from types import FrameType
 import uvicorn
 
 from appliance import retention
-from appliance.config import Settings, ensure_data_dir
+from appliance.config import Settings, ensure_data_dir, secret_values
 from appliance.imports import worker as import_worker
 from appliance.logs import setup_logging
 from appliance.ops import install as ops
@@ -127,16 +127,6 @@ def assemble(appliance: Appliance) -> None:
     ops.install(appliance)
 
 
-def _secrets(settings: Settings) -> list[str]:
-    keys = ("api_key", "api_secret", "signature_secret", "auth_token", "secret")
-    found = [str(getattr(p, k)) for p in settings.providers.values() for k in keys
-             if getattr(p, k)]
-    # Kind-specific secrets live among a provider's other keys (SMPP's password).
-    found += [str(p.options["password"]) for p in settings.providers.values()
-              if isinstance(p.options.get("password"), str) and p.options["password"]]
-    return [*found, settings.webhooks.secret] if settings.webhooks.secret else found
-
-
 def run_server(settings: Settings, appliance: Appliance | None = None, *,
                sock: socket.socket | None = None, log_file: Path | None = None) -> None:
     """Serve until SIGTERM/SIGINT; then finish in-flight work and flush the writer.
@@ -145,7 +135,7 @@ def run_server(settings: Settings, appliance: Appliance | None = None, *,
     taken here); ``log_file``: write the logs there instead of stderr.
     """
     setup_logging(settings.log_format, settings.log_level, settings.log_full_numbers,
-                  _secrets(settings), path=log_file)
+                  secret_values(settings), path=log_file)
     ensure_data_dir(settings)
     raise_open_files_limit()
     lock = DataDirLock(settings.data_dir)
@@ -163,7 +153,7 @@ def run_server(settings: Settings, appliance: Appliance | None = None, *,
         try:
             assemble(appliance)
             intake = (report_intake.install(appliance, intake_sock, log_file,
-                                            _secrets(settings))
+                                            secret_values(settings))
                       if intake_sock is not None else None)
             app = build_app(appliance)
 

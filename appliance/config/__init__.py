@@ -13,8 +13,9 @@ checks across them (:mod:`.checks`), the database URL (:mod:`.database_url`) and
 from .checks import MAX_PARTS_LIMIT, ensure_data_dir
 from .database_url import DATABASE_SCHEMES, database_url_problem, mask_database_url
 from .errors import ConfigError
-from .load import PROVIDER_KINDS, load_settings
-from .masking import SECRET_KEYS, masked
+from .load import load_settings
+from .masking import masked, secret_values
+from .options import Option, OptionValue, read_option, read_options
 from .sections import (
     AlertSettings,
     BackupSettings,
@@ -26,20 +27,21 @@ from .sections import (
     StorageSettings,
     WebhookSettings,
 )
-from .settings import SECTION_ATTR, SECTIONS, ProviderSettings, Settings
+from .settings import SECTION_ATTR, SECTIONS, SHARED_PROVIDER_SETTINGS, ProviderSettings, Settings
 
 __all__ = [
     "DATABASE_SCHEMES",
     "MAX_PARTS_LIMIT",
-    "PROVIDER_KINDS",
-    "SECRET_KEYS",
     "SECTIONS",
     "SECTION_ATTR",
+    "SHARED_PROVIDER_SETTINGS",
     "AlertSettings",
     "BackupSettings",
     "ConfigError",
     "HttpSettings",
     "ImportSettings",
+    "Option",
+    "OptionValue",
     "OptoutSettings",
     "ProviderSettings",
     "ReportSettings",
@@ -52,4 +54,7 @@ __all__ = [
     "load_settings",
     "mask_database_url",
     "masked",
+    "read_option",
+    "read_options",
+    "secret_values",
 ]

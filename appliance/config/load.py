@@ -19,10 +19,10 @@ from appliance.message_text.language import problems as language_problems
 
 from .checks import validate
 from .errors import ConfigError, near
-from .settings import SECTIONS, ProviderSettings, Settings, section_attr
+from .kinds import declared_kinds
+from .settings import SECTIONS, SHARED_PROVIDER_SETTINGS, ProviderSettings, Settings, section_attr
 from .values import read_value
 
-PROVIDER_KINDS = ("simulator", "http", "vonage", "twilio", "infobip", "smpp")
 PROVIDERS = "providers"
 _NOT_KEYS = frozenset({*(section_attr(s) for s in SECTIONS), PROVIDERS})
 TOP_KEYS = tuple(f.name for f in fields(Settings) if f.name not in _NOT_KEYS)
@@ -45,17 +45,18 @@ def _provider(name: str, table: Any) -> ProviderSettings:
     where = f"[{PROVIDERS}.{name}] "
     if not isinstance(table, dict):
         raise ConfigError(f"{where}must be a table")
+    kinds = list(declared_kinds())
     if "kind" not in table:
-        raise ConfigError(f"{where}kind: missing (one of {', '.join(PROVIDER_KINDS)})")
+        raise ConfigError(f"{where}kind: missing (one of {', '.join(kinds)})")
     kind = table["kind"]
-    if kind not in PROVIDER_KINDS:
-        raise ConfigError(f"{where}kind: {kind!r} is not one of {', '.join(PROVIDER_KINDS)}"
-                          + (near(kind, PROVIDER_KINDS, '"{}"') if isinstance(kind, str)
-                             else ""))
-    known = {f.name for f in fields(ProviderSettings)} - {"name", "options", "kind"}
-    options = {k: v for k, v in table.items() if k not in known and k != "kind"}
+    if kind not in kinds:
+        raise ConfigError(f"{where}kind: {kind!r} is not one of {', '.join(kinds)}"
+                          + (near(kind, kinds, '"{}"') if isinstance(kind, str) else ""))
+    # The kind's own keys are read by the kind, when the provider is built.
+    options = {k: v for k, v in table.items()
+               if k not in SHARED_PROVIDER_SETTINGS and k != "kind"}
     base = ProviderSettings(name=name, kind=kind, options=options)
-    common = {k: v for k, v in table.items() if k in known}
+    common = {k: v for k, v in table.items() if k in SHARED_PROVIDER_SETTINGS}
     out: ProviderSettings = _apply(base, common, where, from_env=False,
                                    skip=frozenset({"name", "options", "kind"}))
     wrong = language_problems(out.kind, out.national_language, out.national_language_prefixes)

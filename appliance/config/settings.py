@@ -7,7 +7,7 @@ that holds it (``imports``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,27 +27,57 @@ from .sections import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ProviderSettings:
+    """One ``[providers.NAME]`` table: the settings every kind shares, and ``options``,
+    the keys of its kind (credentials included: ``api_key``, ``auth_token``, SMPP's
+    ``host``...), as the kind declares them (:mod:`appliance.config.options`).
+
+    Built as the table reads: ``ProviderSettings(name=..., kind=..., api_key=...)``
+    puts every key that is not a shared setting into ``options``.
+    """
+
     name: str
     kind: str
     base_url: str = ""
     sender: str = "APPLIANCE"
     rate_per_s: float = 30.0
     concurrency: int = 8
-    api_key: str = ""
-    api_secret: str = ""
-    signature_secret: str = ""
-    signature_method: str = "sha256"
-    account_sid: str = ""
-    auth_token: str = ""
-    secret: str = ""
     dedupes_on_ref: bool = False
     max_parts: int = 10  # longest text accepted, in SMS parts (MSG-1)
     # ENC-1: "turkish" sends the Turkish shift tables to these destinations.
     national_language: str = ""
     national_language_prefixes: tuple[str, ...] = ("+90",)
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(self, name: str, kind: str, *, base_url: str = "",
+                 sender: str = "APPLIANCE", rate_per_s: float = 30.0, concurrency: int = 8,
+                 dedupes_on_ref: bool = False, max_parts: int = 10,
+                 national_language: str = "",
+                 national_language_prefixes: tuple[str, ...] = ("+90",),
+                 options: Mapping[str, Any] | None = None, **kind_keys: Any) -> None:
+        values = {"name": name, "kind": kind, "base_url": base_url, "sender": sender,
+                  "rate_per_s": rate_per_s, "concurrency": concurrency,
+                  "dedupes_on_ref": dedupes_on_ref, "max_parts": max_parts,
+                  "national_language": national_language,
+                  "national_language_prefixes": national_language_prefixes,
+                  "options": {**(options or {}), **kind_keys}}
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+
+    def with_keys(self, **keys: Any) -> ProviderSettings:
+        """A copy with ``keys`` changed as the table would change them: shared settings
+        replaced, the kind's keys (and those in ``options=``) added over its own."""
+        options = keys.pop("options", None) or {}
+        shared = {k: v for k, v in keys.items() if k in SHARED_PROVIDER_SETTINGS
+                  or k in ("name", "kind")}
+        kind_keys = {**self.options, **options,
+                     **{k: v for k, v in keys.items() if k not in shared}}
+        return replace(self, **shared, options=kind_keys)
+
+    def option(self, key: str, default: Any = "") -> Any:
+        """The table's value of kind option ``key``, ``default`` when it has none."""
+        return self.options.get(key, default)
 
     @property
     def turkish_prefixes(self) -> tuple[str, ...]:
@@ -57,6 +87,12 @@ class ProviderSettings:
     def turkish_to(self, msisdn: str) -> bool:
         """May a text to ``msisdn`` go with the Turkish tables through this provider?"""
         return turkish_to(self.national_language, self.national_language_prefixes, msisdn)
+
+
+SHARED_PROVIDER_SETTINGS = ("base_url", "sender", "rate_per_s", "concurrency",
+                            "dedupes_on_ref", "max_parts", "national_language",
+                            "national_language_prefixes")
+"""The keys of a provider table every kind may read (each kind says which it does)."""
 
 
 @dataclass(frozen=True)

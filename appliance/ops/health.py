@@ -92,13 +92,12 @@ def backup_check(appliance: Appliance) -> Check:
     return Check("backup", not alert.firing, alert.message)
 
 
-def smpp_checks(appliance: Appliance) -> list[Check]:
-    sessions = appliance.smpp
-    if sessions is None:
-        return []
+def session_checks(appliance: Appliance) -> list[Check]:
+    """One advisory check per provider whose transport is a session, whatever protocol
+    it speaks, named ``KIND:NAME`` (``smpp:smsc``)."""
     out = []
-    for name, s in sorted(sessions.sessions.items()):
-        st = s.transport.state()
+    for name, (provider, transport) in sorted(appliance.providers.sessions().items()):
+        st = transport.state()
         if st.bound:
             since = datetime.fromtimestamp((st.bound_since_ms or 0) / 1000, UTC)
             detail = (f"bound since {since.isoformat(timespec='seconds')}; window"
@@ -107,10 +106,10 @@ def smpp_checks(appliance: Appliance) -> list[Check]:
             why = "; ".join(f"{ls.mode}: {ls.last_error}" for ls in st.links if ls.last_error)
             detail = "not bound" + (f" ({why})" if why else " (binding)") + \
                 "; messages wait until it binds"
-        out.append(Check(f"smpp:{name}", st.bound, detail, advisory=True))
+        out.append(Check(f"{provider.kind}:{name}", st.bound, detail, advisory=True))
     return out
 
 
 async def readiness(appliance: Appliance) -> list[Check]:
     return [await database_check(appliance), storage_check(appliance),
-            scheduler_check(appliance), backup_check(appliance), *smpp_checks(appliance)]
+            scheduler_check(appliance), backup_check(appliance), *session_checks(appliance)]

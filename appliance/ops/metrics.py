@@ -40,10 +40,11 @@ from appliance import __version__
 from appliance.ops.alerts import ops_alerts
 from appliance.ops.backup_status import read_status
 from appliance.optout.suppressions import SOURCES
+from appliance.providers.registry import KINDS
+from appliance.providers.transport import SessionTransport
 from appliance.reports.alerts import Alert, alerts_from
 from appliance.reports.coverage import coverage, inbox_health, overdue
 from appliance.service import Appliance
-from appliance.smpp.metrics import smpp_metrics
 from appliance.store.connection import Connection
 from appliance.store.rollups import counts
 from appliance.webhooks.outbox import OutboxHealth, outbox_health
@@ -244,12 +245,23 @@ class ApplianceCollector(Collector):
             beats.add_metric([name], age)
         yield beats
         yield from _edge(appliance)
-        yield from smpp_metrics(appliance.smpp)
+        yield from _sessions(appliance)
         yield from _unreached(appliance)
         info = GaugeMetricFamily("appliance_build_info", "The running version.",
                                  labels=["version"])
         info.add_metric([__version__], 1.0)
         yield info
+
+
+def _sessions(appliance: Appliance) -> Iterator[Metric]:
+    """Each session kind's families over its sessions, whatever protocol they speak."""
+    by_kind: dict[str, dict[str, SessionTransport]] = {}
+    for name, (provider, transport) in appliance.providers.sessions().items():
+        by_kind.setdefault(provider.kind, {})[name] = transport
+    for kind, transports in sorted(by_kind.items()):
+        families = KINDS[kind].metrics
+        if families is not None:
+            yield from families(transports)
 
 
 def _webhooks(health: OutboxHealth) -> Iterator[Metric]:

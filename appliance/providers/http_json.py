@@ -28,10 +28,14 @@ from typing import Any, ClassVar
 
 import httpx
 
+from appliance.config import OptionValue
+
 from .base import (
     AuthError,
     CallbackRequest,
-    OptionDefaults,
+    InboundMessage,
+    InboundParseError,
+    InboundReader,
     Outcome,
     OutgoingMessage,
     ParsedReport,
@@ -44,6 +48,8 @@ from .base import (
     secrets_equal,
     short,
 )
+from .http_kind import http_kind
+from .inbound import text_field
 
 STATUS_STATES = {
     "delivered": "DELIVERED",
@@ -76,21 +82,28 @@ class HttpJsonAdapter(ProviderAdapter):
     """
 
     kind = "http"
-    OPTIONS: ClassVar[OptionDefaults] = {"smpp_accepted_final": False}
+    OPTIONS: ClassVar[Mapping[str, OptionValue]] = {
+        "api_key": "",
+        "secret": "",
+        "signature_secret": "",
+        "smpp_accepted_final": False,
+    }
+    SECRET_OPTIONS: ClassVar[frozenset[str]] = frozenset({"api_key", "secret", "signature_secret"})
 
     def _check_settings(self) -> None:
         self._require("base_url")
 
     @property
     def callback_secret(self) -> str:
-        return self.settings.secret or self.settings.signature_secret
+        return self.option_str("secret") or self.option_str("signature_secret")
 
     # -- submission --------------------------------------------------------------------
 
     def build_request(self, msg: OutgoingMessage) -> httpx.Request:
         headers = {"Accept": "application/json"}
-        if self.settings.api_key:
-            headers["Authorization"] = f"Bearer {self.settings.api_key}"
+        api_key = self.option_str("api_key")
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
         return httpx.Request(
             "POST",
             self.endpoint("/messages"),
@@ -183,3 +196,33 @@ def _text(obj: Mapping[str, Any], key: str) -> str | None:
     if not isinstance(value, str):
         raise ReportParseError(f"http: {key} is not text")
     return value or None
+
+
+class HttpJsonInbound(InboundReader):
+    """The ``http`` kind's inbound format: ``{"id", "from", "to", "text", "received_at"?}``."""
+
+    reports: HttpJsonAdapter
+
+    def _parse_inbound(self, req: CallbackRequest) -> list[InboundMessage]:
+        data = load_json(req.body)
+        items = data if isinstance(data, list) else [data]
+        return [self._one(item) for item in items]
+
+    def _one(self, item: object) -> InboundMessage:
+        if not isinstance(item, dict):
+            raise InboundParseError("http: an inbound message is not an object")
+        msg_id = text_field(item, "id", "http")
+        sender = text_field(item, "from", "http")
+        text = text_field(item, "text", "http")
+        if not msg_id or not sender or text is None:
+            raise InboundParseError("http: inbound message without id, from or text")
+        stamp = text_field(item, "received_at", "http")
+        try:
+            sent_at = parse_iso_ms(stamp) if stamp else 0
+        except ValueError:
+            raise InboundParseError(f"http: received_at {stamp!r} is not ISO 8601") from None
+        return InboundMessage(msisdn=sender, to=text_field(item, "to", "http") or "", text=text,
+                              provider_msg_id=msg_id, sent_at_ms=sent_at)
+
+
+KIND = http_kind(HttpJsonAdapter, HttpJsonInbound)

@@ -24,12 +24,15 @@ from urllib.parse import quote
 
 import httpx
 
+from appliance.config import OptionValue
 from appliance.states import UNKNOWN_WORD_STATE
 
 from .base import (
     AuthError,
     CallbackRequest,
-    OptionDefaults,
+    InboundMessage,
+    InboundParseError,
+    InboundReader,
     Outcome,
     OutgoingMessage,
     ParsedReport,
@@ -44,6 +47,8 @@ from .base import (
     short,
     unique_params,
 )
+from .http_kind import http_kind
+from .inbound import text_field
 
 # Submit answer status groups that mean "taken".
 ACCEPTED_GROUPS = frozenset({"PENDING", "ACCEPTED", "DELIVERED"})
@@ -72,12 +77,15 @@ class InfobipAdapter(ProviderAdapter):
     """
 
     kind = "infobip"
-    OPTIONS: ClassVar[OptionDefaults] = {
+    OPTIONS: ClassVar[Mapping[str, OptionValue]] = {
+        "api_key": "",
+        "secret": "",
         "secret_in_notify_url": True,
         "basic_user": "",
         "intermediate_reports": False,
         "operator_delivery_final": False,
     }
+    SECRET_OPTIONS: ClassVar[frozenset[str]] = frozenset({"api_key", "secret"})
 
     def _check_settings(self) -> None:
         self._require("base_url", "api_key", "secret")
@@ -88,7 +96,7 @@ class InfobipAdapter(ProviderAdapter):
         if not self.option_bool("secret_in_notify_url"):
             return msg.callback_url
         sep = "&" if "?" in msg.callback_url else "?"
-        return f"{msg.callback_url}{sep}secret={quote(self.settings.secret, safe='')}"
+        return f"{msg.callback_url}{sep}secret={quote(self.option_str('secret'), safe='')}"
 
     def request_body(self, msg: OutgoingMessage) -> dict[str, Any]:
         message: dict[str, Any] = {
@@ -109,7 +117,7 @@ class InfobipAdapter(ProviderAdapter):
             self.endpoint("/sms/2/text/advanced"),
             json=self.request_body(msg),
             headers={
-                "Authorization": f"App {self.settings.api_key}",
+                "Authorization": f"App {self.option_str('api_key')}",
                 "Accept": "application/json",
             },
         )
@@ -146,7 +154,7 @@ class InfobipAdapter(ProviderAdapter):
     # -- callbacks ---------------------------------------------------------------------
 
     def _verify(self, req: CallbackRequest) -> None:
-        secret = self.settings.secret
+        secret = self.option_str("secret")
         if not secret:
             raise AuthError("infobip: no secret configured")
         query = unique_params(parse_form(req.query)) if req.query else {}
@@ -257,3 +265,36 @@ def _basic_credentials(headers: Mapping[str, str]) -> tuple[str | None, str | No
     if not sep:
         return None, None
     return user, password
+
+
+class InfobipInbound(InboundReader):
+    """Infobip's forwarded inbound messages (``results[]``)."""
+
+    reports: InfobipAdapter
+
+    def _parse_inbound(self, req: CallbackRequest) -> list[InboundMessage]:
+        data = load_json(req.body)
+        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+            raise InboundParseError('infobip: body is not {"results": [...]}')
+        return [self._one(item) for item in data["results"]]
+
+    def _one(self, item: object) -> InboundMessage:
+        if not isinstance(item, dict):
+            raise InboundParseError("infobip: a result is not an object")
+        sender = text_field(item, "from", "infobip")
+        msg_id = text_field(item, "messageId", "infobip")
+        if not sender or not msg_id:
+            raise InboundParseError("infobip: inbound message without from or messageId")
+        text = text_field(item, "text", "infobip")
+        if text is None:
+            text = text_field(item, "cleanText", "infobip")
+        stamp = text_field(item, "receivedAt", "infobip")
+        try:
+            sent_at = parse_iso_ms(stamp) if stamp else 0
+        except ValueError:
+            sent_at = 0
+        return InboundMessage(msisdn=sender, to=text_field(item, "to", "infobip") or "",
+                              text=text or "", provider_msg_id=msg_id, sent_at_ms=sent_at)
+
+
+KIND = http_kind(InfobipAdapter, InfobipInbound)

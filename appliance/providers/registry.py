@@ -1,4 +1,9 @@
-"""From a provider's settings to its parts, and the set of configured providers."""
+"""The provider kinds, one line each, and the set of configured providers.
+
+:data:`KINDS` is the one list of kinds: every other part reads a kind's declaration
+(:class:`~appliance.providers.kind.ProviderKind`) from it and names none. Adding a kind
+is its module and its line here (``docs/providers.md``, "Adding an HTTP provider").
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,46 @@ from collections.abc import Callable, Mapping
 
 from appliance.config import ConfigError, ProviderSettings, Settings
 
-from .base import Provider, ProviderAdapter
-from .http_json import HttpJsonAdapter
-from .inbound import inbound_reader
-from .infobip import InfobipAdapter
-from .simulator_kind import SimulatorAdapter
-from .twilio import TwilioAdapter
-from .vonage import VonageAdapter
+from . import http_json, infobip, simulator_kind, smpp_kind, twilio, vonage
+from .adapter import ProviderAdapter
+from .kind import BuildContext, ProviderKind, Shape, by_name
+from .transport import Provider, SessionTransport
 
 log = logging.getLogger("appliance.providers")
 
-ADAPTERS: dict[str, type[ProviderAdapter]] = {
-    cls.kind: cls
-    for cls in (SimulatorAdapter, HttpJsonAdapter, VonageAdapter, TwilioAdapter, InfobipAdapter)
-}
-SESSION_KINDS = ("smpp",)
-"""Kinds that are a session transport, not an HTTP wire format (no adapter)."""
+KINDS: Mapping[str, ProviderKind] = by_name((
+    simulator_kind.KIND,
+    http_json.KIND,
+    vonage.KIND,
+    twilio.KIND,
+    infobip.KIND,
+    smpp_kind.KIND,
+))
+"""Every provider kind, by name, in the order the docs list them."""
+
+ADAPTERS: Mapping[str, type[ProviderAdapter]] = {
+    k.name: k.adapter for k in KINDS.values() if k.adapter is not None}
+"""The wire format and report reader of each request (HTTP) kind."""
+
+
+def kind_of(settings: ProviderSettings) -> ProviderKind:
+    """The declaration of the provider's kind; :class:`ConfigError` for an unknown one."""
+    try:
+        return KINDS[settings.kind]
+    except KeyError:
+        raise ConfigError(f"[providers.{settings.name}] kind: {settings.kind!r} is not one"
+                          f" of {', '.join(KINDS)}") from None
+
+
+def context(settings: ProviderSettings, *, submit_timeout_s: float,
+            now_ms: Callable[[], int] | None = None) -> BuildContext:
+    """What building ``settings`` needs: the other same-shape kinds' options are
+    tolerated in its table (a table copied between HTTP kinds keeps working)."""
+    kind = kind_of(settings)
+    others = frozenset(o.name for k in KINDS.values() if k.shape is kind.shape
+                       and k is not kind for o in k.options) - kind.option_names()
+    tolerated = others if kind.shape is Shape.REQUEST else frozenset()
+    return BuildContext(submit_timeout_s=submit_timeout_s, now_ms=now_ms, tolerated=tolerated)
 
 
 def build_adapter(
@@ -35,37 +64,19 @@ def build_adapter(
     HTTP-date ``Retry-After``; by default the appliance clock (``APPLIANCE_CLOCK_FILE``
     aware).
     """
-    try:
-        cls = ADAPTERS[settings.kind]
-    except KeyError:
-        kinds = ", ".join((*ADAPTERS, *SESSION_KINDS))
-        raise ConfigError(
-            f"[providers.{settings.name}] kind: {settings.kind!r} is not one of {kinds}"
-        ) from None
-    return cls(settings, now_ms=now_ms)
+    cls = kind_of(settings).adapter
+    if cls is None:
+        raise ConfigError(f"[providers.{settings.name}] kind: {settings.kind!r} is not one"
+                          f" of {', '.join(KINDS)} with a wire format of its own")
+    ctx = context(settings, submit_timeout_s=0.0, now_ms=now_ms)
+    return cls(settings, now_ms=now_ms, tolerated=ctx.tolerated)
 
 
 def build_provider(settings: ProviderSettings, *, submit_timeout_s: float,
                    now_ms: Callable[[], int] | None = None) -> Provider:
     """A configured provider: its transport, its report reader and its inbound reader."""
-    if settings.kind == "smpp":
-        from .smpp_kind import smpp_provider
-
-        return smpp_provider(settings, now_ms=now_ms)
-    from .http_transport import HttpTransport  # aiohttp: only where an HTTP provider runs
-
-    adapter = build_adapter(settings, now_ms=now_ms)
-    return Provider(
-        name=settings.name,
-        kind=settings.kind,
-        settings=settings,
-        transport=HttpTransport(adapter, settings, submit_timeout_s),
-        reports=adapter,
-        dedupes_on_ref=adapter.dedupes_on_ref,
-        reports_by_provider_id_only=adapter.reports_by_provider_id_only,
-        reports_per_part=adapter.reports_per_part,
-        inbound=inbound_reader(adapter),
-    )
+    ctx = context(settings, submit_timeout_s=submit_timeout_s, now_ms=now_ms)
+    return kind_of(settings).build(settings, ctx)
 
 
 class Providers:
@@ -109,6 +120,14 @@ class Providers:
                 out[name] = provider
         return out
 
+    def sessions(self, *, build: bool = False) -> dict[str, tuple[Provider, SessionTransport]]:
+        """Every provider whose transport is a session, whatever protocol it speaks, with
+        that session (for ``/metrics``, ``/readyz`` and the dashboard): those built so
+        far, or (``build``) every configured one, building it now."""
+        providers = self.all() if build else self.built()
+        return {name: (p, p.transport) for name, p in providers.items()
+                if isinstance(p.transport, SessionTransport)}
+
     def built(self) -> Mapping[str, Provider]:
         """The providers built so far (whose transports may hold connections)."""
         return dict(self._built)
@@ -119,7 +138,8 @@ class Providers:
 
 
 def check_providers(settings: Settings) -> None:
-    """Build every provider's adapter and ask it what its provider would refuse (MSG-7).
+    """Build every provider's table as its kind reads it and ask what its provider would
+    refuse (MSG-7).
 
     :class:`ConfigError` for a bad provider table, or naming every limit exceeded, so
     ``config check`` and ``serve`` refuse a config that the provider would refuse per
@@ -127,15 +147,13 @@ def check_providers(settings: Settings) -> None:
     """
     problems: list[str] = []
     for name, provider in settings.providers.items():
-        if provider.kind == "smpp":
-            from .smpp_kind import smpp_settings
-
-            try:
-                smpp_settings(provider)
-            except ConfigError as exc:
-                problems.append(str(exc))
-            continue
-        adapter = build_adapter(provider)
-        problems += adapter.config_problems(settings.callback_url(name))
+        kind = kind_of(provider)
+        ctx = context(provider, submit_timeout_s=settings.sending.submit_timeout_s)
+        try:
+            problems += kind.check(provider, settings.callback_url(name), ctx)
+        except ConfigError as exc:
+            if kind.shape is Shape.REQUEST:
+                raise
+            problems.append(str(exc))
     if problems:
         raise ConfigError("; ".join(problems))

@@ -12,14 +12,15 @@ may run against a test clock moved by hours, and a local demo has nothing to rep
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import ClassVar
 
 from appliance.config import ProviderSettings
 
-from .base import OptionDefaults, OutgoingMessage
-from .vonage import VonageAdapter
+from .base import OutgoingMessage
+from .http_kind import http_kind
+from .vonage import VonageAdapter, VonageInbound
 
 SIMULATOR_BASE_URL = "http://127.0.0.1:9090"
 SIMULATOR_API_KEY = "simulator"
@@ -32,9 +33,13 @@ def with_simulator_defaults(settings: ProviderSettings) -> ProviderSettings:
     return replace(
         settings,
         base_url=settings.base_url or SIMULATOR_BASE_URL,
-        api_key=settings.api_key or SIMULATOR_API_KEY,
-        api_secret=settings.api_secret or SIMULATOR_API_SECRET,
-        signature_secret=settings.signature_secret or SIMULATOR_SIGNATURE_SECRET,
+        options={
+            **settings.options,
+            "api_key": settings.option("api_key") or SIMULATOR_API_KEY,
+            "api_secret": settings.option("api_secret") or SIMULATOR_API_SECRET,
+            "signature_secret": settings.option("signature_secret")
+            or SIMULATOR_SIGNATURE_SECRET,
+        },
     )
 
 
@@ -42,13 +47,13 @@ class SimulatorAdapter(VonageAdapter):
     """The Vonage adapter, pointed at the local simulator, signing on by default."""
 
     kind = "simulator"
-    OPTIONS: ClassVar[OptionDefaults] = {"sign_requests": False, "max_skew_s": 0.0}
     CALLBACK_MAX_CHARS: ClassVar[int | None] = None  # Vonage's limit, not the simulator's
 
     def __init__(
-        self, settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None
+        self, settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None,
+        tolerated: Iterable[str] = (),
     ) -> None:
-        super().__init__(with_simulator_defaults(settings), now_ms=now_ms)
+        super().__init__(with_simulator_defaults(settings), now_ms=now_ms, tolerated=tolerated)
 
     def encoding_params(self, msg: OutgoingMessage) -> dict[str, str]:
         """A GSM-7 Turkish message (ENC-1) goes as text with ``national-language``, so
@@ -56,3 +61,6 @@ class SimulatorAdapter(VonageAdapter):
         if msg.encoding == "GSM-7 Turkish":
             return {"type": "text", "national-language": "turkish"}
         return {}
+
+
+KIND = http_kind(SimulatorAdapter, VonageInbound)

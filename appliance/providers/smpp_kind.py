@@ -7,44 +7,61 @@ reports on every segment separately, and only by the SMSC's own id (the id of ea
 ``submit_sm_resp``), so the sender records each part's id and the id -> (ref, part)
 mapping in the unit that records the outcome.
 
-The table is read by :meth:`appliance.smpp.settings.SmppSettings.from_table`; the
-settings every kind shares apply too (``rate_per_s``, ``max_parts``), and the HTTP
-kinds' settings are refused by name, so a ``sender`` or ``base_url`` copied from another
-provider's table does not pass silently.
+The table is read by :meth:`appliance.smpp.settings.SmppSettings.from_table`; of the
+settings every kind shares, ``rate_per_s``, ``max_parts`` and the national language
+apply, and the others are refused by name, so a ``sender`` or ``base_url`` copied from
+another provider's table does not pass silently.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator, Mapping
 from dataclasses import fields
+from typing import Any
 
-from appliance.config import ConfigError, ProviderSettings
+from appliance.config import ConfigError, Option, ProviderSettings
 from appliance.smpp.settings import SmppSettings
-from appliance.smpp.transport import SmppTransport
 
-from .base import Provider
+from .kind import BuildContext, ProviderKind, Shape
+from .transport import Provider, SessionTransport
 
-KIND = "smpp"
-# ProviderSettings fields that mean something for an SMPP provider.
-SHARED = frozenset({"name", "kind", "rate_per_s", "max_parts", "options", "national_language",
-                    "national_language_prefixes"})
+NAME = "smpp"
+# The shared settings that mean something for an SMPP provider.
+SETTINGS = frozenset({"rate_per_s", "max_parts", "national_language",
+                      "national_language_prefixes"})
 INSTEAD = {"sender": "source_addr", "concurrency": "window"}
+OPTIONS = (
+    Option("host", ""),
+    Option("port", 0),
+    Option("system_id", ""),
+    Option("password", "", secret=True),
+    Option("system_type", ""),
+    Option("bind", "transceiver", choices=("transceiver", "transmitter+receiver")),
+    Option("source_addr", ""),
+    Option("source_ton", 0, doc="from the shape of source_addr unless set"),
+    Option("source_npi", 0, doc="from the shape of source_addr unless set"),
+    Option("window", 10),
+    Option("enquire_link_s", 30.0),
+    Option("receipt_id_format", "auto", choices=("auto", "hex", "decimal", "as-is")),
+    Option("response_timeout_s", 30.0),
+)
 
 
 def smpp_settings(settings: ProviderSettings) -> SmppSettings:
     """The SMPP settings of a provider table; :class:`ConfigError` naming every mistake."""
     where = f"[providers.{settings.name}]"
     problems: list[str] = []
-    defaults = ProviderSettings(name=settings.name, kind=KIND)
+    defaults = ProviderSettings(name=settings.name, kind=NAME)
     for f in fields(ProviderSettings):
-        if f.name in SHARED or getattr(settings, f.name) == getattr(defaults, f.name):
+        if f.name in SETTINGS or f.name in ("name", "kind", "options") \
+                or getattr(settings, f.name) == getattr(defaults, f.name):
             continue
         if f.name == "dedupes_on_ref":
             problems.append(f"{where} dedupes_on_ref: an SMSC takes a repeated submit_sm as"
-                            " a new message; it must stay false for kind \"smpp\"")
+                            f" a new message; it must stay false for kind \"{NAME}\"")
             continue
         hint = f" (use {INSTEAD[f.name]})" if f.name in INSTEAD else ""
-        problems.append(f"{where} {f.name}: not a setting of kind \"smpp\"{hint}")
+        problems.append(f"{where} {f.name}: not a setting of kind \"{NAME}\"{hint}")
     try:
         smpp = SmppSettings.from_table(settings.name, settings.options,
                                        rate_per_s=settings.rate_per_s, ignore=())
@@ -55,17 +72,35 @@ def smpp_settings(settings: ProviderSettings) -> SmppSettings:
     return smpp
 
 
-def smpp_provider(settings: ProviderSettings, *,
-                  now_ms: Callable[[], int] | None = None) -> Provider:
+def smpp_provider(settings: ProviderSettings, ctx: BuildContext) -> Provider:
     """The provider of an SMPP table: a session transport, reports over the session."""
+    # The session transport is built over the provider parts: imported where it is
+    # built, so the registry can be imported by the parts it builds on.
+    from appliance.smpp.transport import SmppTransport
+
     return Provider(
         name=settings.name,
-        kind=KIND,
+        kind=NAME,
         settings=settings,
-        transport=SmppTransport(smpp_settings(settings), now_ms=now_ms),
+        transport=SmppTransport(smpp_settings(settings), now_ms=ctx.now_ms),
         reports=None,
         dedupes_on_ref=False,
         reports_by_provider_id_only=True,
         reports_per_part=True,
         inbound=None,
     )
+
+
+def _metrics(transports: Mapping[str, SessionTransport]) -> Iterator[Any]:
+    from appliance.smpp.metrics import smpp_metrics  # prometheus_client: at scrape time
+
+    return smpp_metrics(transports)
+
+
+def _check(settings: ProviderSettings, callback_url: str, ctx: BuildContext) -> list[str]:
+    smpp_settings(settings)
+    return []
+
+
+KIND = ProviderKind(name=NAME, shape=Shape.SESSION, build=smpp_provider, check=_check,
+                    options=OPTIONS, settings=SETTINGS, metrics=_metrics)

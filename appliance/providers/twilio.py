@@ -32,12 +32,15 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
+from appliance.config import OptionValue
 from appliance.states import UNKNOWN_WORD_STATE
 
 from .base import (
     AuthError,
     CallbackRequest,
-    OptionDefaults,
+    InboundMessage,
+    InboundParseError,
+    InboundReader,
     Outcome,
     OutgoingMessage,
     ParsedReport,
@@ -53,6 +56,7 @@ from .base import (
     secrets_equal,
     short,
 )
+from .http_kind import http_kind
 
 # Message status values -> our state.
 STATUS_STATES = {
@@ -163,7 +167,12 @@ class TwilioAdapter(ProviderAdapter):
     """
 
     kind = "twilio"
-    OPTIONS: ClassVar[OptionDefaults] = {"messaging_service_sid": ""}
+    OPTIONS: ClassVar[Mapping[str, OptionValue]] = {
+        "account_sid": "",
+        "auth_token": "",
+        "messaging_service_sid": "",
+    }
+    SECRET_OPTIONS: ClassVar[frozenset[str]] = frozenset({"auth_token"})
 
     def _check_settings(self) -> None:
         self._require("base_url", "account_sid", "auth_token")
@@ -188,10 +197,11 @@ class TwilioAdapter(ProviderAdapter):
             data["From"] = s.sender
         data["Body"] = msg.body
         data["StatusCallback"] = self.status_callback(msg)
-        token = base64.b64encode(f"{s.account_sid}:{s.auth_token}".encode()).decode("ascii")
+        sid, auth = self.option_str("account_sid"), self.option_str("auth_token")
+        token = base64.b64encode(f"{sid}:{auth}".encode()).decode("ascii")
         return httpx.Request(
             "POST",
-            self.endpoint(f"/2010-04-01/Accounts/{quote(s.account_sid, safe='')}/Messages.json"),
+            self.endpoint(f"/2010-04-01/Accounts/{quote(sid, safe='')}/Messages.json"),
             data=data,
             headers={"Authorization": f"Basic {token}", "Accept": "application/json"},
         )
@@ -253,7 +263,7 @@ class TwilioAdapter(ProviderAdapter):
             digest = hashlib.sha256(req.body).hexdigest()
             if not secrets_equal(query["bodySHA256"].lower(), digest):
                 raise AuthError("twilio: bodySHA256 does not match the body")
-        token = self.settings.auth_token
+        token = self.option_str("auth_token")
         repeats = len(set(params)) != len(params)
         for url in url_variants(req.url):
             if secrets_equal(given, twilio_signature(url, params, token)):
@@ -291,3 +301,45 @@ class TwilioAdapter(ProviderAdapter):
 
     def callback_response(self) -> tuple[int, bytes, str]:
         return (204, b"", "text/plain")
+
+
+TWIML_EMPTY = b'<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
+
+
+class TwilioInbound(InboundReader):
+    """Twilio's incoming message webhook."""
+
+    reports: TwilioAdapter
+
+    def _fields(self, req: CallbackRequest) -> FormFields:
+        if req.method.upper() == "GET":
+            return FormFields(parse_form(req.query))
+        if not req.body or content_type(req.headers) == "application/json":
+            return FormFields([])
+        return FormFields(parse_form(decode_utf8(req.body)))
+
+    def _parse_inbound(self, req: CallbackRequest) -> list[InboundMessage]:
+        try:
+            fields = self._fields(req)
+            sender = (fields.get("From") or "").strip()
+            sid = (fields.get("MessageSid") or fields.get("SmsMessageSid")
+                   or fields.get("SmsSid") or "").strip()
+            status = (fields.get("SmsStatus") or fields.get("MessageStatus") or "").strip()
+            body = fields.get("Body")
+            to = (fields.get("To") or "").strip()
+        except ValueError as exc:
+            raise InboundParseError(f"twilio: {exc}") from None
+        if not fields:
+            return []
+        if body is None and status and status.lower() not in ("received", "receiving"):
+            raise InboundParseError("twilio: a status callback, not an incoming message"
+                                    f" (status callbacks go to /callbacks/{self.name})")
+        if not sender or not sid:
+            raise InboundParseError("twilio: incoming message without From or MessageSid")
+        return [InboundMessage(msisdn=sender, to=to, text=body or "", provider_msg_id=sid)]
+
+    def inbound_response(self) -> tuple[int, bytes, str]:
+        return (200, TWIML_EMPTY, "text/xml")
+
+
+KIND = http_kind(TwilioAdapter, TwilioInbound)

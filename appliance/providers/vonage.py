@@ -28,13 +28,16 @@ from typing import ClassVar
 
 import httpx
 
+from appliance.config import OptionValue
 from appliance.message_text.segments import is_gsm7
 from appliance.states import UNKNOWN_WORD_STATE
 
 from .base import (
     AuthError,
     CallbackRequest,
-    OptionDefaults,
+    InboundMessage,
+    InboundParseError,
+    InboundReader,
     Outcome,
     OutgoingMessage,
     ParsedReport,
@@ -51,6 +54,8 @@ from .base import (
     short,
     unique_params,
 )
+from .http_kind import http_kind
+from .inbound import MAX_PARTS
 
 SIGNATURE_METHODS = ("md5hash", "md5", "sha1", "sha256", "sha512")
 
@@ -156,7 +161,18 @@ class VonageAdapter(ProviderAdapter):
     """
 
     kind = "vonage"
-    OPTIONS: ClassVar[OptionDefaults] = {"sign_requests": False, "max_skew_s": 0.0}
+    OPTIONS: ClassVar[Mapping[str, OptionValue]] = {
+        "api_key": "",
+        "api_secret": "",
+        "signature_secret": "",
+        "signature_method": "sha256",
+        "sign_requests": False,
+        "max_skew_s": 0.0,
+    }
+    SECRET_OPTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"api_key", "api_secret", "signature_secret"})
+    OPTION_CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "signature_method": SIGNATURE_METHODS}
     # The SMS API refuses a longer ``callback`` with status 23 (Invalid Callback Url).
     CALLBACK_MAX_CHARS: ClassVar[int | None] = 100
 
@@ -184,7 +200,7 @@ class VonageAdapter(ProviderAdapter):
         """The form fields of a submission, signed or with ``api_secret``."""
         s = self.settings
         params = {
-            "api_key": s.api_key,
+            "api_key": self.option_str("api_key"),
             "from": s.sender,
             "to": msg.msisdn.removeprefix("+"),
             "text": msg.body,
@@ -197,9 +213,10 @@ class VonageAdapter(ProviderAdapter):
         params.update(self.encoding_params(msg))
         if self.option_bool("sign_requests"):
             params["timestamp"] = str(self.now_ms() // 1000)
-            params["sig"] = vonage_signature(params, s.signature_secret, s.signature_method)
+            params["sig"] = vonage_signature(params, self.option_str("signature_secret"),
+                                           self.option_str("signature_method"))
         else:
-            params["api_secret"] = s.api_secret
+            params["api_secret"] = self.option_str("api_secret")
         return params
 
     def encoding_params(self, msg: OutgoingMessage) -> dict[str, str]:
@@ -308,17 +325,17 @@ class VonageAdapter(ProviderAdapter):
             params = self.webhook_params(req)
         except ValueError:
             raise AuthError("vonage: cannot read the parameters to verify") from None
-        s = self.settings
-        if not s.signature_secret:
+        secret, api_key = self.option_str("signature_secret"), self.option_str("api_key")
+        if not secret:
             # Unsigned mode: the api-key field is the only proof there is.
             given = params.get("api-key")
-            if not s.api_key or given is None or not secrets_equal(given, s.api_key):
+            if not api_key or given is None or not secrets_equal(given, api_key):
                 raise AuthError("vonage: api-key does not match (unsigned mode)")
             return
         sig = params.get("sig", "")
         if not sig:
             raise AuthError("vonage: sig missing")
-        expected = vonage_signature(params, s.signature_secret, s.signature_method)
+        expected = vonage_signature(params, secret, self.option_str("signature_method"))
         if not secrets_equal(sig.lower(), expected):
             raise AuthError("vonage: sig does not match")
         max_skew = self.option_float("max_skew_s")
@@ -332,7 +349,7 @@ class VonageAdapter(ProviderAdapter):
     def signed_age_s(self, req: CallbackRequest) -> float | None:
         """Seconds from a signed receipt's ``timestamp`` to our clock (negative when our
         clock is behind); ``None`` for an unsigned receipt or one without a timestamp."""
-        if not self.settings.signature_secret:
+        if not self.option_str("signature_secret"):
             return None
         try:
             stamp = self.webhook_params(req).get("timestamp", "")
@@ -379,3 +396,54 @@ def _describe(index: int, count: int, code: str, text: object) -> str:
     part = f" part {index + 1}/{count}" if count > 1 else ""
     extra = f": {text}" if isinstance(text, str) and text and text != meaning else ""
     return f"vonage{part} status {code} ({meaning}){extra}"
+
+
+def _part_number(value: str, what: str) -> int:
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_PARTS:
+        raise InboundParseError(f"vonage: {what} {value!r} is not a part number")
+    return int(text)
+
+
+class VonageInbound(InboundReader):
+    """Vonage's inbound SMS webhook (kinds ``vonage`` and ``simulator``)."""
+
+    reports: VonageAdapter
+
+    def _parse_inbound(self, req: CallbackRequest) -> list[InboundMessage]:
+        try:
+            params = self.reports.webhook_params(req)
+        except ValueError as exc:
+            raise InboundParseError(f"vonage: {exc}") from None
+        if not params or set(params) <= {"api-key", "timestamp", "nonce", "sig"}:
+            return []  # an empty ping
+        if "status" in params and "text" not in params and "type" not in params:
+            raise InboundParseError("vonage: a delivery receipt, not an inbound message"
+                                    f" (receipts go to /callbacks/{self.name})")
+        sender = params.get("msisdn", "").strip()
+        msg_id = params.get("messageId", "").strip()
+        if not sender:
+            raise InboundParseError("vonage: inbound message without msisdn")
+        if not msg_id:
+            raise InboundParseError("vonage: inbound message without messageId")
+        kind = params.get("type", "text").strip().lower()
+        text = params.get("text", "") if kind != "binary" else ""
+        concat_ref: str | None = None
+        part = parts = 1
+        if params.get("concat", "").strip().lower() == "true":
+            concat_ref = params.get("concat-ref", "").strip()
+            if not concat_ref:
+                raise InboundParseError("vonage: concat=true without concat-ref")
+            part = _part_number(params.get("concat-part", ""), "concat-part")
+            parts = _part_number(params.get("concat-total", ""), "concat-total")
+            if part > parts:
+                raise InboundParseError(f"vonage: part {part} of {parts}")
+        return [InboundMessage(msisdn=sender, to=params.get("to", "").strip(), text=text,
+                               provider_msg_id=msg_id, sent_at_ms=dlr_time_ms(params),
+                               concat_ref=concat_ref, part=part, parts=parts)]
+
+    def inbound_response(self) -> tuple[int, bytes, str]:
+        return (200, b"", "text/plain")
+
+
+KIND = http_kind(VonageAdapter, VonageInbound)

@@ -47,6 +47,7 @@ from appliance.reports.apply import settle
 from appliance.reports.inbox import InboxReport, RawCallback, file_report, store_raw
 from appliance.reports.states import Verdict
 from appliance.smpp.deliver import Deliver
+from appliance.smpp.state import IntakeCounts
 from appliance.smpp.submission import LateResponse
 from appliance.store.connection import Connection
 from appliance.store.writer import Writer
@@ -55,17 +56,6 @@ log = logging.getLogger("appliance.smpp")
 
 RAW_METHOD = "SMPP"
 LATE_KEPT = 10_000  # late submit_sm_resp ids waiting for their outcome to be recorded
-
-
-@dataclass
-class IntakeCounts:
-    receipts: int = 0  # receipts stored (repeats included)
-    receipts_applied: int = 0  # applied or kept as history at once
-    receipts_waiting: int = 0  # filed, waiting for their part's id
-    repeats: int = 0
-    unreadable: int = 0  # kept raw, not read
-    inbound: int = 0
-    store_failures: int = 0  # units that failed: answered ESME_RX_T_APPN
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The SMPP sessions of an appliance: started with the sender, stopped with it (SMPP-1).
 
 :func:`install` (from :func:`appliance.server.assemble`, after the sender) finds every
-provider of ``kind = "smpp"``, gives its transport a :class:`SessionIntake` (where its
+provider whose transport is an SMPP session, gives it a :class:`SessionIntake` (where its
 ``deliver_sm`` are stored) and the id evidence kept from earlier runs, and registers
 the ``smpp`` loop. The loop's first step starts the sessions (bind, ``enquire_link``,
 reconnect with backoff, a log line per state change); each step after:
@@ -60,14 +60,6 @@ REKEY_AGAIN_FACTOR = 3
 REKEY_MIN_S = 10.0  # beyond the response timeout, before a receipt counts as an orphan
 
 
-@dataclasses.dataclass
-class SessionTotals:
-    late_recorded: int = 0
-    late_given_up: int = 0
-    orphans_matched: int = 0
-    orphans_ambiguous: int = 0
-
-
 class RunningSession:
     """One provider's session as the appliance runs it."""
 
@@ -75,7 +67,7 @@ class RunningSession:
         self.name = name
         self.transport = transport
         self.intake = intake
-        self.totals = SessionTotals()
+        self.totals = transport.totals
         self.saved = IdEvidence()
         # Full passes over every orphan still due (a start: what a crash left UNCERTAIN),
         # and where the one under way has got to; ``cursor``: the newest orphan looked at.
@@ -96,13 +88,9 @@ class SmppSessions:
         self.started = False
         rules = InboundRules.from_settings(appliance.settings)
         store = appliance.store
-        for name, ps in appliance.settings.providers.items():
-            if ps.kind != "smpp":
+        for name, (_, transport) in appliance.providers.sessions(build=True).items():
+            if not isinstance(transport, SmppTransport):
                 continue
-            provider = appliance.providers.get(name)
-            if provider is None or not isinstance(provider.transport, SmppTransport):
-                continue
-            transport = provider.transport
             intake = SessionIntake(name, store.writer, rules, appliance.now_ms,
                                    on_work=lambda: appliance.scheduler.wake(LOOP))
             kept = store.readers.call(functools.partial(load_evidence, provider=name))

@@ -14,15 +14,18 @@ and counters since start: ``appliance_smpp_throttled``, ``appliance_smpp_reconne
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from appliance.smpp.lifecycle import SmppSessions
+from appliance.providers.transport import SessionTransport
+from appliance.smpp.transport import SmppTransport
 
 
-def smpp_metrics(sessions: SmppSessions | None) -> Iterator[Metric]:
-    if sessions is None or not sessions.sessions:
+def smpp_metrics(transports: Mapping[str, SessionTransport]) -> Iterator[Metric]:
+    """The families of every SMPP session among ``transports`` (none: nothing)."""
+    sessions = {n: t for n, t in transports.items() if isinstance(t, SmppTransport)}
+    if not sessions:
         return
     label = ["provider"]
     bound = GaugeMetricFamily("appliance_smpp_bound", "1 while the SMPP session is bound.",
@@ -51,9 +54,9 @@ def smpp_metrics(sessions: SmppSessions | None) -> Iterator[Metric]:
     orphans = CounterMetricFamily("appliance_smpp_orphan_receipts_matched",
                                   "Receipts whose id was never answered, matched to their"
                                   " UNCERTAIN part.", labels=label)
-    for name, s in sorted(sessions.sessions.items()):
-        st = s.transport.state()
-        c = s.intake.counts
+    for name, s in sorted(sessions.items()):
+        st = s.state()
+        c = s.intake_counts
         bound.add_metric([name], 1.0 if st.bound else 0.0)
         if st.bound_since_ms is not None:
             since.add_metric([name], st.bound_since_ms / 1000)

@@ -116,7 +116,7 @@ class SmppSettings:
             value = table.get(key, default)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < lo \
                     or not math.isfinite(value):
-                fail(key, f"expected a finite number of at least {lo:g}, got {value!r}")
+                fail(key, f"expected a number of at least {lo:g}, got {value!r}")
                 return default
             return float(value)
 

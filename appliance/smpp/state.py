@@ -1,34 +1,32 @@
-"""What a session shows of itself (for ``/metrics``, ``/readyz`` and the console)."""
+"""What an SMPP session shows of itself: the state every session transport shares
+(:class:`appliance.providers.transport.SessionState`), what its intake stored, and what
+its loop settled since start (for ``/metrics`` and the console)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from appliance.providers.transport import LinkState, SessionState
 
-@dataclass(frozen=True, slots=True)
-class LinkState:
-    mode: str  # transceiver | transmitter | receiver
-    bound: bool
-    bound_since_ms: int | None
-    smsc_system_id: str
-    last_error: str | None
+__all__ = ["IntakeCounts", "LinkState", "SessionState", "SessionTotals"]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionState:
-    provider: str
-    bound: bool  # every link of the session is bound
-    bound_since_ms: int | None  # since when (the latest of its links' binds)
-    window: int
-    window_in_use: int  # submit_sm written and not yet answered
-    rate_per_s: float  # the rate in force (lower than configured after throttling)
-    throttled: int  # ESME_RTHROTTLED / ESME_RMSGQFUL answers
-    reconnects: int  # bound links lost and opened again
-    submitted: int  # submit_sm written
-    accepted: int
-    rejected: int
-    retried: int  # RETRY outcomes (throttled or never written)
-    uncertain: int
-    delivers: int  # deliver_sm received
-    deliver_temp_errors: int  # answered ESME_RX_T_APPN (not stored)
-    links: tuple[LinkState, ...]
+@dataclass
+class IntakeCounts:
+    receipts: int = 0  # receipts stored (repeats included)
+    receipts_applied: int = 0  # applied or kept as history at once
+    receipts_waiting: int = 0  # filed, waiting for their part's id
+    repeats: int = 0
+    unreadable: int = 0  # kept raw, not read
+    inbound: int = 0
+    store_failures: int = 0  # units that failed: answered ESME_RX_T_APPN
+
+
+@dataclass
+class SessionTotals:
+    """What the session's loop settled since start (:mod:`appliance.smpp.lifecycle`)."""
+
+    late_recorded: int = 0
+    late_given_up: int = 0
+    orphans_matched: int = 0
+    orphans_ambiguous: int = 0

@@ -46,8 +46,8 @@ from appliance.providers.base import (
     Outcome,
     OutgoingMessage,
     PartOutcome,
+    SessionTransport,
     SubmitResult,
-    Transport,
     short,
 )
 from appliance.smpp.addresses import destination
@@ -56,7 +56,7 @@ from appliance.smpp.encoding import encode_part
 from appliance.smpp.ids import IdEvidence
 from appliance.smpp.session import NOT_BOUND, SmppSession
 from appliance.smpp.settings import SmppSettings
-from appliance.smpp.state import SessionState
+from appliance.smpp.state import IntakeCounts, SessionState, SessionTotals
 from appliance.smpp.submission import LateResponse, Segment, SegmentOutcome, concat_reference
 
 STOP_BUDGET_S = 5.0  # how long close() gives the answers still due before unbinding
@@ -75,7 +75,7 @@ class SessionSink(Protocol):
         """A segment was just reported UNCERTAIN (its receipt may come unannounced)."""
 
 
-class SmppTransport(Transport):
+class SmppTransport(SessionTransport):
     """One SMPP provider: its session, and messages turned into segments."""
 
     def __init__(self, settings: SmppSettings, *,
@@ -85,6 +85,7 @@ class SmppTransport(Transport):
         self.concurrency = settings.window
         self._source = settings.source()
         self._sink: SessionSink | None = None
+        self.totals = SessionTotals()  # kept by the session's loop
         self.session = SmppSession(settings, self._deliver, on_late_response=self._late,
                                    now_ms=now_ms)
         self.started = False
@@ -123,6 +124,16 @@ class SmppTransport(Transport):
 
     def state(self) -> SessionState:
         return self.session.state()
+
+    @property
+    def intake_counts(self) -> IntakeCounts:
+        """What the attached intake stored since start (zeros before it is attached)."""
+        counts = getattr(self._sink, "counts", None)
+        return counts if isinstance(counts, IntakeCounts) else IntakeCounts()
+
+    @property
+    def configured_rate_per_s(self) -> float:
+        return self.settings.rate_per_s
 
     def status(self) -> Mapping[str, float | str | bool]:
         st = self.session.state()

@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -39,7 +39,7 @@ def fixed_clock(ms: int = NOW_MS) -> Callable[[], int]:
 
 def changed(base: ProviderSettings, **changes: Any) -> ProviderSettings:
     """``base`` with some options changed (each adapter test file has its own base)."""
-    return replace(base, **changes)
+    return base.with_keys(**changes)
 
 
 def adapter_of(kind: type[A], settings: ProviderSettings, now_ms: int = NOW_MS) -> A:

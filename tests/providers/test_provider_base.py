@@ -126,11 +126,11 @@ def test_unknown_kind() -> None:
 )
 def test_bad_options_are_config_errors(kind: str, options: dict[str, object], key: str) -> None:
     with pytest.raises(ConfigError, match=rf"\[providers.p\] {key}"):
-        build_adapter(replace(FULL, kind=kind, options=options))
+        build_adapter(FULL.with_keys(kind=kind, options=options))
 
 
 def test_numeric_options_accept_integers() -> None:
-    built = build_adapter(replace(FULL, kind="vonage", options={"max_skew_s": 60}))
+    built = build_adapter(FULL.with_keys(kind="vonage", options={"max_skew_s": 60}))
     assert built.option_float("max_skew_s") == 60.0
 
 
@@ -152,18 +152,19 @@ def test_numeric_options_accept_integers() -> None:
 def test_missing_required_settings(kind: str, missing: str) -> None:
     cleared: dict[str, Any] = {missing: ""}
     with pytest.raises(ConfigError, match=rf"\[providers.p\] {missing}: required"):
-        build_adapter(replace(FULL, kind=kind, **cleared))
+        build_adapter(FULL.with_keys(kind=kind, **cleared))
 
 
 def test_signed_vonage_needs_a_signature_secret_not_an_api_secret() -> None:
-    s = replace(FULL, kind="vonage", api_secret="", options={"sign_requests": True})
+    s = FULL.with_keys(kind="vonage", api_secret="", options={"sign_requests": True})
     build_adapter(s)
     with pytest.raises(ConfigError, match="signature_secret"):
-        build_adapter(replace(s, signature_secret=""))
+        build_adapter(s.with_keys(signature_secret=""))
 
 
 def test_twilio_messaging_service_replaces_the_sender() -> None:
-    build_adapter(replace(FULL, kind="twilio", sender="", options={"messaging_service_sid": "MG1"}))
+    build_adapter(FULL.with_keys(kind="twilio", sender="",
+                                 options={"messaging_service_sid": "MG1"}))
 
 
 def test_dedupes_on_ref_comes_from_settings() -> None:

@@ -25,7 +25,7 @@ from appliance.providers import (
     build_provider,
 )
 from appliance.providers.http_json import body_signature
-from appliance.providers.inbound import TWIML_EMPTY
+from appliance.providers.twilio import TWIML_EMPTY
 from tests.providers.provider_test_support import callback
 
 VG_KEY, VG_SECRET = "abcd1234", "Sup3rS3cr3tSigning"

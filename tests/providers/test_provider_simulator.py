@@ -52,7 +52,7 @@ def test_defaults_fill_empty_settings() -> None:
     a = adapter()
     assert a.kind == "simulator"
     assert a.settings.base_url == SIMULATOR_BASE_URL == "http://127.0.0.1:9090"
-    assert a.settings.signature_secret == SIMULATOR_SIGNATURE_SECRET
+    assert a.settings.option("signature_secret") == SIMULATOR_SIGNATURE_SECRET
     req = a.build_request(message(callback_url=CB))
     assert str(req.url) == "http://127.0.0.1:9090/sms/json"
     fields = dict(parse_qsl(req.content.decode()))

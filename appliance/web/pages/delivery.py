@@ -74,7 +74,7 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
     alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"].replace("_", " "))}
               for a in stats["alerts"]]
     busy = stats["live"]["still_due"] > 0 or stats["inbox"]["waiting"] > 0
-    return {"stats": stats, "smpp": smpp_panel(appliance), "window_start": start,
+    return {"stats": stats, "sessions": sessions_panel(appliance), "window_start": start,
             "window_end": end, "now": now,
             "chart": open_by_hour_svg(bars, start, now, settling_from_ms=end),
             "hours": sorted(bars, key=lambda b: b.hour_ms, reverse=True),
@@ -83,18 +83,16 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
             "poll_s": BUSY_POLL_S if busy else IDLE_POLL_S}
 
 
-def smpp_panel(appliance: Any) -> list[dict[str, Any]]:
-    """Each SMPP session as the dashboard shows it (empty: no SMPP provider)."""
-    sessions = appliance.smpp
-    if sessions is None:
-        return []
+def sessions_panel(appliance: Any) -> list[dict[str, Any]]:
+    """Each provider session (SMPP's, or any session kind's) as the dashboard shows it
+    (empty: no provider speaks over a session)."""
     out = []
-    for name, s in sorted(sessions.sessions.items()):
-        st = s.transport.state()
+    for name, (_, t) in sorted(appliance.providers.sessions().items()):
+        st = t.state()
         errors = [f"{ls.mode}: {ls.last_error}" for ls in st.links if ls.last_error]
         out.append({"name": name, "bound": st.bound, "since": st.bound_since_ms,
                     "window": st.window, "in_use": st.window_in_use,
-                    "rate": st.rate_per_s, "configured_rate": s.transport.settings.rate_per_s,
+                    "rate": st.rate_per_s, "configured_rate": t.configured_rate_per_s,
                     "throttled": st.throttled, "reconnects": st.reconnects,
                     "accepted": st.accepted, "uncertain": st.uncertain,
                     "delivers": st.delivers, "temp_errors": st.deliver_temp_errors,

@@ -1,0 +1,50 @@
+"""The declaration of a request/response (HTTP) kind, from its adapter and its inbound
+reader: how it is built and checked is the same for every HTTP kind.
+
+An HTTP kind's module writes ``KIND = http_kind(TheAdapter, TheInbound)`` and the
+registry lists it; see "Adding an HTTP provider" in ``docs/providers.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from appliance.config import ProviderSettings
+
+from .adapter import ProviderAdapter
+from .callbacks import InboundReader, ReportReader
+from .kind import BuildContext, ProviderKind, Shape
+from .transport import Provider
+
+
+def http_kind(adapter: type[ProviderAdapter],
+              inbound: Callable[[ReportReader], InboundReader] | None, *,
+              many_per_request: bool = False, status_query: bool = False) -> ProviderKind:
+    """The declaration of the HTTP kind ``adapter.kind``."""
+
+    def make(settings: ProviderSettings, ctx: BuildContext) -> ProviderAdapter:
+        return adapter(settings, now_ms=ctx.now_ms, tolerated=ctx.tolerated)
+
+    def build(settings: ProviderSettings, ctx: BuildContext) -> Provider:
+        from .http_transport import HttpTransport  # aiohttp: only where an HTTP provider runs
+
+        wire = make(settings, ctx)
+        return Provider(
+            name=settings.name,
+            kind=settings.kind,
+            settings=settings,
+            transport=HttpTransport(wire, settings, ctx.submit_timeout_s),
+            reports=wire,
+            dedupes_on_ref=wire.dedupes_on_ref,
+            reports_by_provider_id_only=wire.reports_by_provider_id_only,
+            reports_per_part=wire.reports_per_part,
+            inbound=inbound(wire) if inbound is not None else None,
+        )
+
+    def check(settings: ProviderSettings, callback_url: str, ctx: BuildContext) -> list[str]:
+        return make(settings, ctx).config_problems(callback_url)
+
+    return ProviderKind(name=adapter.kind, shape=Shape.REQUEST, build=build, check=check,
+                        options=adapter.declared_options(), inbound=inbound,
+                        many_per_request=many_per_request, status_query=status_query,
+                        adapter=adapter)

@@ -1,0 +1,85 @@
+"""A provider kind, declared once: what every other part reads instead of its name.
+
+Each kind module exports one :class:`ProviderKind`, and the registry lists them
+(:mod:`appliance.providers.registry`). From the declarations alone the settings check
+and mask a provider table and redact its secrets (:mod:`appliance.config.options`),
+the registry builds a provider, the callbacks and the inbound routes read what it
+sends, and the sessions are found for ``/metrics``, ``/readyz`` and the dashboard. No
+other module names a kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from appliance.config import SHARED_PROVIDER_SETTINGS, Option, ProviderSettings
+
+from .adapter import ProviderAdapter
+from .callbacks import InboundReader, ReportReader
+from .transport import Provider, SessionTransport
+
+
+class Shape(StrEnum):
+    """How a kind talks to its provider."""
+
+    REQUEST = "request"  # a request per submission; reports and inbound by callback
+    SESSION = "session"  # a bound session carries submissions, reports and inbound
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What building a provider may need beyond its table."""
+
+    submit_timeout_s: float
+    now_ms: Callable[[], int] | None = None
+    # Option names of the other kinds of the same shape: tolerated in this table (a
+    # table copied from one HTTP kind to another keeps working), never read.
+    tolerated: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class ProviderKind:
+    """One provider kind.
+
+    ``options``: the keys of its table beyond the shared settings (credentials
+    included), with their types, defaults and which are secret; a kind may declare any
+    of its own. ``settings``: which of the shared settings
+    (:data:`~appliance.config.SHARED_PROVIDER_SETTINGS`) it reads. ``build``: the
+    configured provider from a table (:class:`~appliance.config.ConfigError` for a bad
+    one). ``check``: what the provider would refuse in this configuration (MSG-7), one
+    line each, given the callback URL; raises ``ConfigError`` for a bad table.
+    ``inbound``: the reader of its inbound webhook, over its report reader (``None``:
+    none, or inbound comes over its session). ``many_per_request``: one request may
+    carry many messages. ``status_query``: the provider can be asked a message's status.
+    """
+
+    name: str
+    shape: Shape
+    build: Callable[[ProviderSettings, BuildContext], Provider]
+    check: Callable[[ProviderSettings, str, BuildContext], list[str]]
+    options: tuple[Option, ...] = ()
+    settings: frozenset[str] = field(default_factory=lambda: frozenset(SHARED_PROVIDER_SETTINGS))
+    inbound: Callable[[ReportReader], InboundReader] | None = None
+    many_per_request: bool = False
+    status_query: bool = False
+    # A request kind's wire format and report reader (None for a session kind).
+    adapter: type[ProviderAdapter] | None = None
+    # A session kind's own ``/metrics`` families over its sessions (by provider name),
+    # beside what every session shows (prometheus_client ``Metric`` values).
+    metrics: Callable[[Mapping[str, SessionTransport]], Iterator[Any]] | None = None
+
+    def option_names(self) -> frozenset[str]:
+        return frozenset(o.name for o in self.options)
+
+
+def by_name(kinds: Iterable[ProviderKind]) -> Mapping[str, ProviderKind]:
+    """The kinds by name; two of one name is a mistake in the registry."""
+    out: dict[str, ProviderKind] = {}
+    for kind in kinds:
+        if kind.name in out:
+            raise ValueError(f"provider kind {kind.name!r} declared twice")
+        out[kind.name] = kind
+    return out
