@@ -54,6 +54,8 @@ def _typed(want: Any, value: Any) -> Any:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
     elif isinstance(want, tuple):
+        if isinstance(value, str):  # one text: a comma-separated list, as in the environment
+            return _parsed(want, value)
         if isinstance(value, list | tuple) and all(isinstance(i, str) for i in value):
             return tuple(i.strip() for i in value if i.strip())
     elif isinstance(want, Path):

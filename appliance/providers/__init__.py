@@ -1,7 +1,8 @@
 """Providers: each SMS provider's transport, wire format and report reader.
 
 No database and no sending loop here: a provider's parts build the submit request, carry
-it, read the answer, authenticate a callback and read the reports in it. See
+it, read the answer, authenticate a callback and read the reports in it. Each kind is
+declared once (:class:`ProviderKind`) and listed in :data:`KINDS`. See
 ``docs/providers.md``.
 """
 
@@ -23,10 +24,13 @@ from .base import (
     Transport,
     WireFormat,
 )
-from .registry import ADAPTERS, Providers, build_adapter, build_provider
+from .kind import ProviderKind, Shape
+from .registry import ADAPTERS, KINDS, Providers, build_adapter, build_provider
+from .transport import SessionState, SessionTransport
 
 __all__ = [
     "ADAPTERS",
+    "KINDS",
     "AuthError",
     "CallbackRequest",
     "InboundMessage",
@@ -38,9 +42,13 @@ __all__ = [
     "PartOutcome",
     "Provider",
     "ProviderAdapter",
+    "ProviderKind",
     "Providers",
     "ReportParseError",
     "ReportReader",
+    "SessionState",
+    "SessionTransport",
+    "Shape",
     "SubmitResult",
     "Transport",
     "WireFormat",

@@ -1,5 +1,10 @@
 """What a provider is: a transport, a wire format and a report reader.
 
+Each part is in a module of its own (:mod:`.outcome`, :mod:`.callbacks`,
+:mod:`.transport`, :mod:`.adapter`, :mod:`.wire_text`); this module gathers them, so a
+kind module imports what it speaks from one place. What a kind is, is its declaration
+(:mod:`.kind`, listed by :mod:`.registry`).
+
 A configured provider (:class:`Provider`) is three parts:
 
 * a :class:`Transport` carries submissions to the provider and says what came of each
@@ -16,7 +21,7 @@ A configured provider (:class:`Provider`) is three parts:
 
 Beside them, an :class:`InboundReader` (OPS-4) reads the provider's inbound-message
 webhook into :class:`InboundMessage` values, proving it with the report reader's own
-check (:mod:`appliance.providers.inbound` has one per HTTP kind).
+check (each HTTP kind's module has its own, named by its declaration).
 
 The HTTP kinds (:class:`ProviderAdapter` subclasses) are one class each that is both the
 wire format and the report reader, since both speak the same provider's dialect and
@@ -27,10 +32,11 @@ Outcomes, from the money point of view: a request that never left the process is
 connection, an unreadable answer) is ``UNCERTAIN``: not resent automatically unless the
 provider dedupes on our ref (``dedupes_on_ref``); a delivery report resolves it.
 
-Mapped report states: final ``DELIVERED``, ``FAILED``, ``EXPIRED``, ``REJECTED``;
-intermediate ``ACCEPTED``, ``ENROUTE``. A provider status word an adapter does not know
-is kept verbatim and mapped to the intermediate ``ENROUTE``: it is recorded in the
-message history but can never close a message or move it backwards.
+Mapped report states (:mod:`appliance.states`): final ``DELIVERED``, ``FAILED``,
+``EXPIRED``, ``REJECTED``; intermediate ``ACCEPTED``, ``ENROUTE``. A provider status
+word an adapter does not know is kept verbatim and mapped to the intermediate
+``ENROUTE``: it is recorded in the message history but can never close a message or
+move it backwards.
 
 Errors from a callback are two kinds and only two: :class:`AuthError` (the caller answers
 ``401`` and applies nothing) and :class:`ReportParseError` (authenticated but not

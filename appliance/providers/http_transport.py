@@ -43,7 +43,7 @@ import httpx
 
 from appliance.config import ProviderSettings
 from appliance.outgoing_http import USER_AGENT
-from appliance.sending.rate import TokenBucket
+from appliance.rate import TokenBucket
 
 from .base import Outcome, OutgoingMessage, SubmitResult, Transport, WireFormat, short
 

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from appliance.clock import Clock
 from appliance.providers.base import SubmitResult
-from appliance.sending.rate import TokenBucket
+from appliance.rate import TokenBucket
 from appliance.smpp import pdu
 from appliance.smpp.deliver import DeliverHandler, read_deliver
 from appliance.smpp.ids import IdEvidence, IdReader

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from appliance.sending.rate import TokenBucket
+from appliance.rate import TokenBucket
 from appliance.sending.refs import ALPHABET, RefMaker, looks_like_ref, ref_time_ms
 
 
