@@ -49,7 +49,7 @@ def _refusals(shape: ProxyShape) -> list[str]:
     return [
         "    # nginx's own refusals in our shape: every refusal is JSON.",
         "    error_page 413 @too_large;",
-        "    error_page 502 504 @unavailable;",
+        "    error_page 502 504 =503 @unavailable;",
         "    location @too_large {",
         "        default_type application/json;",
         f"        {too_large}",

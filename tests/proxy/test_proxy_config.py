@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
 from appliance.config import HttpSettings, ImportSettings, ReportSettings, Settings
@@ -15,8 +16,8 @@ from appliance.optout.suppression_import import MAX_BYTES as SUPPRESSION_MAX_BYT
 from appliance.proxy.caddy import caddyfile
 from appliance.proxy.nginx import nginx_config
 from appliance.proxy.shape import ROOM, proxy_shape
-from tests.harness import run_cli
-from tests.proxy.support import NGINX, make_certificate, needs_nginx, printed_config
+from tests.harness import free_port, run_cli
+from tests.proxy.support import NGINX, Nginx, make_certificate, needs_nginx, printed_config
 
 CADDY = shutil.which("caddy")
 SETTINGS = Settings(host="0.0.0.0", port=8123,
@@ -118,3 +119,17 @@ def test_caddyfile_text() -> None:
     assert text.startswith("# Made by") and "sms.example.org {" in text
     assert "\treverse_proxy 127.0.0.1:8124" in text
     assert "respond @too_large `{\"error\":\"payload_too_large\"" in text
+
+
+@needs_nginx
+def test_nginx_answers_json_when_the_appliance_is_down(tmp_path: Path) -> None:
+    config = tmp_path / "a.toml"
+    config.write_text(f"port = {free_port()}\n")  # nothing listens there
+    nginx = Nginx.printed(tmp_path / "nginx", config).start()
+    try:
+        answer = httpx.get(nginx.url + "/healthz", timeout=30)
+    finally:
+        nginx.stop()
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
+    assert answer.headers["content-type"].startswith("application/json")
+    assert answer.json()["error"] == "unavailable"
