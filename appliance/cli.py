@@ -106,11 +106,13 @@ def serve(data_dir: str | None, config_file: str | None, host: str | None,
           port: int | None) -> None:
     """Run everything: HTTP endpoints and the scheduler. Warns on stderr at start when no
     provider is configured (every send would be refused 422 no_provider)."""
+    from appliance.failed_start import nothing_left_on_failure
     from appliance.server import run_server
 
     settings = providers_checked(settings_from(data_dir, config_file, host=host, port=port))
     warn_without_provider(settings)
-    run_guarded(lambda: run_server(settings))
+    with nothing_left_on_failure(settings.data_dir):
+        run_guarded(lambda: run_server(settings))
     exit_now(0)
 
 

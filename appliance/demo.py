@@ -190,6 +190,17 @@ def demo_command(data_dir: str | None, config_file: str | None, host: str, port:
     Logs go to appliance.log in the data dir; the terminal shows the banner and one
     status line.
     """
+    from appliance.failed_start import nothing_left_on_failure
+
+    created = data_dir is None or not Path(data_dir).exists()
+    directory = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="appliance-demo-"))
+    # A demo that cannot start (a busy port, a data dir in use) leaves no empty dir.
+    with nothing_left_on_failure(directory, created=created):
+        _run_demo(directory, config_file, host, port, sim_port, contacts)
+
+
+def _run_demo(directory: Path, config_file: str | None, host: str, port: int,
+              sim_port: int | None, contacts: int) -> None:
     from appliance.demo_terminal import BannerFacts, StatusWriter, banner, command_name
     from appliance.logs import setup_logging
     from appliance.server import run_server
@@ -197,7 +208,6 @@ def demo_command(data_dir: str | None, config_file: str | None, host: str, port:
     from appliance.store.lock import DataDirLock, DataDirLocked
     from appliance.web.listener import PortInUse, bind_socket
 
-    directory = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="appliance-demo-"))
     try:
         base = load_settings(config_file, overrides={"data_dir": str(directory), "host": host,
                                                      "port": port})
