@@ -49,19 +49,6 @@ def providers_checked(settings: Settings) -> Settings:
     return settings
 
 
-NO_PROVIDER_WARNING = (
-    "warning: no provider is configured: every message and campaign will be refused"
-    " (422 no_provider) until one is. Add a [providers.NAME] section to the config file"
-    " (see packaging/appliance.toml and docs/providers.md), or try 'appliance demo'.")
-
-
-def warn_without_provider(settings: Settings) -> None:
-    """Say on stderr, before anything starts, that nothing can be sent: without it the
-    first sign is a ``422 no_provider`` on the first send."""
-    if not settings.providers:
-        click.echo(NO_PROVIDER_WARNING, err=True)
-
-
 def fail(message: str) -> None:
     raise click.ClickException(message)
 
@@ -104,13 +91,12 @@ def main() -> None:
 @click.option("--port", type=int, default=None, help="Port to listen on (default 8080).")
 def serve(data_dir: str | None, config_file: str | None, host: str | None,
           port: int | None) -> None:
-    """Run everything: HTTP endpoints and the scheduler. Warns on stderr at start when no
-    provider is configured (every send would be refused 422 no_provider)."""
+    """Run everything: HTTP endpoints and the scheduler. Once it listens, logs a warning
+    when no provider is configured (every send would be refused 422 no_provider)."""
     from appliance.failed_start import nothing_left_on_failure
     from appliance.server import run_server
 
     settings = providers_checked(settings_from(data_dir, config_file, host=host, port=port))
-    warn_without_provider(settings)
     with nothing_left_on_failure(settings.data_dir):
         run_guarded(lambda: run_server(settings))
     exit_now(0)
@@ -192,10 +178,12 @@ def config_check(data_dir: str | None, config_file: str | None) -> None:
     secrets masked. Warns on stderr when no provider is configured (nothing could be
     sent)."""
     from appliance.ops.cli_ops import print_config
+    from appliance.start_warnings import start_warnings
 
     settings = providers_checked(settings_from(data_dir, config_file))
     print_config(settings)
-    warn_without_provider(settings)
+    for warning in start_warnings(settings):
+        click.echo(f"warning: {warning}", err=True)
 
 
 @main.group()

@@ -42,6 +42,7 @@ from appliance.reports import loops as report_loops
 from appliance.sending import orphans, sender
 from appliance.service import Appliance
 from appliance.smpp import lifecycle as smpp_sessions
+from appliance.start_warnings import start_warnings
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.web.app import build_app
 from appliance.web.edge import raise_open_files_limit
@@ -167,6 +168,8 @@ def run_server(settings: Settings, appliance: Appliance | None = None, *,
             if intake is not None:
                 intake.start()
             log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})
+            for warning in start_warnings(settings):
+                log.warning(warning)
             server.run(sockets=[sock])
         finally:
             appliance.close()
