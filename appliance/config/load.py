@@ -59,7 +59,9 @@ def _provider(name: str, table: Any) -> ProviderSettings:
     common = {k: v for k, v in table.items() if k in SHARED_PROVIDER_SETTINGS}
     out: ProviderSettings = _apply(base, common, where, from_env=False,
                                    skip=frozenset({"name", "options", "kind"}))
-    wrong = language_problems(out.kind, out.national_language, out.national_language_prefixes)
+    able = [k.name for k in declared_kinds().values() if k.national_language]
+    wrong = language_problems(out.kind, out.national_language, out.national_language_prefixes,
+                              able)
     if wrong:
         raise ConfigError("; ".join(f"{where}{w}" for w in wrong))
     return out

@@ -37,13 +37,17 @@ class Option:
 
 
 class DeclaresOptions(Protocol):
-    """What the settings need of a kind's declaration: its name and its options."""
+    """What the settings need of a kind's declaration: its name, its options, and
+    whether it can send national language tables (``national_language``)."""
 
     @property
     def name(self) -> str: ...
 
     @property
     def options(self) -> tuple[Option, ...]: ...
+
+    @property
+    def national_language(self) -> bool: ...
 
 
 def secret_names(kinds: Iterable[DeclaresOptions]) -> frozenset[str]:

@@ -19,7 +19,8 @@ from .transport import Provider
 
 def http_kind(adapter: type[ProviderAdapter],
               inbound: Callable[[ReportReader], InboundReader] | None, *,
-              many_per_request: bool = False, status_query: bool = False) -> ProviderKind:
+              many_per_request: bool = False, status_query: bool = False,
+              national_language: bool = False) -> ProviderKind:
     """The declaration of the HTTP kind ``adapter.kind``."""
 
     def make(settings: ProviderSettings, ctx: BuildContext) -> ProviderAdapter:
@@ -47,4 +48,5 @@ def http_kind(adapter: type[ProviderAdapter],
     return ProviderKind(name=adapter.kind, shape=Shape.REQUEST, build=build, check=check,
                         options=adapter.declared_options(), inbound=inbound,
                         many_per_request=many_per_request, status_query=status_query,
+                        national_language=national_language,
                         adapter=adapter)

@@ -54,6 +54,7 @@ class ProviderKind:
     ``inbound``: the reader of its inbound webhook, over its report reader (``None``:
     none, or inbound comes over its session). ``many_per_request``: one request may
     carry many messages. ``status_query``: the provider can be asked a message's status.
+    ``national_language``: it can send a text in a national language's shift tables.
     """
 
     name: str
@@ -65,6 +66,8 @@ class ProviderKind:
     inbound: Callable[[ReportReader], InboundReader] | None = None
     many_per_request: bool = False
     status_query: bool = False
+    # It can send national language shift tables (ENC-1: ``national_language``).
+    national_language: bool = False
     # A request kind's wire format and report reader (None for a session kind).
     adapter: type[ProviderAdapter] | None = None
     # A session kind's own ``/metrics`` families over its sessions (by provider name),

@@ -63,4 +63,5 @@ class SimulatorAdapter(VonageAdapter):
         return {}
 
 
-KIND = http_kind(SimulatorAdapter, VonageInbound)
+# It splits a text in the Turkish tables as an SMSC does (encoding_params).
+KIND = http_kind(SimulatorAdapter, VonageInbound, national_language=True)

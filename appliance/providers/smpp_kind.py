@@ -103,4 +103,5 @@ def _check(settings: ProviderSettings, callback_url: str, ctx: BuildContext) -> 
 
 
 KIND = ProviderKind(name=NAME, shape=Shape.SESSION, build=smpp_provider, check=_check,
-                    options=OPTIONS, settings=SETTINGS, metrics=_metrics)
+                    options=OPTIONS, settings=SETTINGS, metrics=_metrics,
+                    national_language=True)
