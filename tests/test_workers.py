@@ -1,6 +1,7 @@
 """How ``make test`` shares the suite between two workers (``tests/workers.py``): a module
 whose tests share a module-scoped fixture runs on one worker (the fixture is set up
-once), the other tests go where a worker is free, and the slow ones start first."""
+once), the other tests go where a worker is free, the slow ones start first, and a
+failure is printed and fails the run."""
 
 from __future__ import annotations
 
@@ -54,13 +55,14 @@ def test_slow():
 """
 
 
-def test_a_module_sharing_a_fixture_stays_on_one_worker_and_slow_tests_go_first(
+def test_a_module_sharing_a_fixture_stays_on_one_worker_slow_tests_go_first_and_a_failure_fails(
         tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(CONFTEST)
     (suite / "test_shared.py").write_text(SHARED)
     (suite / "test_loose.py").write_text(LOOSE)
+    (suite / "test_fails.py").write_text("def test_broken():\n    assert 1 + 1 == 3\n")
     record = tmp_path / "record.jsonl"
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
@@ -68,30 +70,15 @@ def test_a_module_sharing_a_fixture_stays_on_one_worker_and_slow_tests_go_first(
          "--rootdir", str(suite), str(suite)],
         cwd=suite, capture_output=True, text=True, timeout=120,
         env={**_env(), "RECORD": str(record), "PYTHONPATH": str(ROOT)})
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "FAILED test_fails.py::test_broken" in run.stdout
+    assert "assert (1 + 1) == 3" in run.stdout
     rows = [json.loads(line) for line in record.read_text().splitlines()]
     shared = [r for r in rows if r["test"] == "shares"]
     assert len(shared) == 6 and len({r["worker"] for r in shared}) == 1
     assert {r["setups"] for r in shared} == {1}  # the module fixture, set up once
     assert len([r for r in rows if r["test"] == "loose"]) == 6
     assert rows[0]["test"] == "slow" or rows[1]["test"] == "slow"  # among the first taken
-
-
-def test_a_failure_is_reported_and_the_run_fails(tmp_path: Path) -> None:
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "conftest.py").write_text(CONFTEST)
-    (suite / "test_fails.py").write_text(
-        "def test_ok():\n    pass\n\ndef test_broken():\n    assert 1 + 1 == 3\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-         "--dist", "loadgroup", "--no-loadscope-reorder", "--maxfail=1",
-         "--rootdir", str(suite), str(suite)],
-        cwd=suite, capture_output=True, text=True, timeout=120,
-        env={**_env(), "PYTHONPATH": str(ROOT)})
-    assert run.returncode != 0  # 2: xdist stops the session at --maxfail
-    assert "FAILED test_fails.py::test_broken" in run.stdout
-    assert "assert (1 + 1) == 3" in run.stdout
 
 
 def _env() -> dict[str, str]:
