@@ -67,9 +67,10 @@ def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     binary_build.start_if_needed(ids)
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """How ``pytest -n --dist loadgroup`` shares the tests out (see ``tests/workers.py``)."""
+    """How ``pytest -n --dist loadgroup`` shares the tests out (see ``tests/workers.py``);
+    last, so ``-m`` and ``--deselect`` have chosen the tests by their own ids first."""
     workers.plan(config, items)
 
 
