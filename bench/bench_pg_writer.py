@@ -10,8 +10,9 @@ on``; the writer commits with ``synchronous_commit = on``.
   ``asyncio.wrap_future(writer.submit(unit))``, one wake-up per unit, as the
   PostgreSQL writer did before it shared SQLite's core.
 - **Bulk lane**: a steady stream of small units (an accept, a callback) while an import's
-  parts (``--part-rows`` rows each) keep the writer busy; the small units' median and
-  99th-percentile latency. Baseline: the parts submitted as ordinary units (one lane).
+  parts (``--part-rows`` rows each, four in flight, the next queued the moment one is
+  committed) keep the writer busy; the small units' median and 99th-percentile latency.
+  Baseline: the parts submitted as ordinary units (one lane).
 
 Rounds alternate new and baseline, ``--rounds`` times; medians are printed with their
 ratio.
@@ -28,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -101,20 +103,26 @@ def bulk_lane(store: Store[PgConnection], seconds: float, part_rows: int,
             conn.executemany(INSERT, [(f"p{tag}{n}-{i}",) for i in range(part_rows)])
         return unit
 
-    def importer() -> None:  # keeps two parts queued, as the import worker does
-        n = 0
-        waiting = [writer.submit(part(n + i), bulk=bulk) for i in range(2)]
-        n += 2
-        while not stop.is_set():
-            waiting.pop(0).result(60)
-            waiting.append(writer.submit(part(n), bulk=bulk))
-            n += 1
-        for f in waiting:
-            f.result(60)
+    counter = iter(range(10**9))
+    in_flight: list[Future[None]] = []
+    finished = threading.Event()
+
+    def next_part(done: Future[None] | None = None) -> None:
+        """A part queued the moment one is committed (its future's callback runs in the
+        writer's thread), four in flight, as the import worker keeps them."""
+        if done is not None:
+            in_flight.remove(done)
+        if stop.is_set():
+            if not in_flight:
+                finished.set()
+            return
+        f = writer.submit(part(next(counter)), bulk=bulk)
+        in_flight.append(f)
+        f.add_done_callback(next_part)
 
     latencies: list[float] = []
-    runner = threading.Thread(target=importer)
-    runner.start()
+    for _ in range(4):
+        next_part()
     end = time.monotonic() + seconds
     i = 0
     while time.monotonic() < end:
@@ -124,7 +132,7 @@ def bulk_lane(store: Store[PgConnection], seconds: float, part_rows: int,
         i += 1
         time.sleep(0.005)  # a steady trickle, ~200 a second at most
     stop.set()
-    runner.join()
+    finished.wait(120)
     latencies.sort()
     return statistics.median(latencies), latencies[int(0.99 * (len(latencies) - 1))]
 
@@ -134,7 +142,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--coroutines", type=int, default=64)
-    parser.add_argument("--part-rows", type=int, default=2000)
+    parser.add_argument("--part-rows", type=int, default=500)
     args = parser.parse_args()
 
     server = DurablePgServer.start()
