@@ -137,7 +137,7 @@ def backup(data_dir: str | None, config_file: str | None, dest: str) -> None:
 
     SQLite only: with database_url set, backups are PostgreSQL's own (pg_dump, base
     backups with WAL archiving; see docs/operations.md)."""
-    from appliance.ops.cli_ops import run_backup
+    from appliance.ops.commands.backup import run_backup
 
     run_backup(settings_from(data_dir, config_file), Path(dest))
 
@@ -149,7 +149,7 @@ def restore(data_dir: str | None, config_file: str | None, src: str) -> None:
     """Restore the backup SRC into the data dir (the server must be stopped).
 
     SQLite only: refused with database_url set (pg_restore restores PostgreSQL)."""
-    from appliance.ops.cli_ops import run_restore
+    from appliance.ops.commands.backup import run_restore
 
     run_restore(settings_from(data_dir, config_file), Path(src))
 
@@ -161,7 +161,7 @@ def restore(data_dir: str | None, config_file: str | None, src: str) -> None:
 def migrate(data_dir: str | None, config_file: str | None, to_url: str) -> None:
     """Copy the data dir's SQLite database into an empty PostgreSQL database, verified by
     row counts (the server must be stopped)."""
-    from appliance.ops.cli_migrate import run_migrate
+    from appliance.ops.commands.migrate import run_migrate
 
     run_migrate(settings_from(data_dir, config_file), to_url)
 
@@ -177,7 +177,7 @@ def config_check(data_dir: str | None, config_file: str | None) -> None:
     """Validate the config and the providers' limits; print the effective settings with
     secrets masked. Warns on stderr when no provider is configured (nothing could be
     sent)."""
-    from appliance.ops.cli_ops import print_config
+    from appliance.ops.commands.config import print_config
     from appliance.start_warnings import start_warnings
 
     settings = providers_checked(settings_from(data_dir, config_file))
@@ -394,7 +394,7 @@ def doctor(data_dir: str | None, config_file: str | None, as_json: bool) -> None
 
     Exits 1 when an alert holds, 2 when there is no database.
     """
-    from appliance.reports.doctor import run_doctor
+    from appliance.ops.commands.doctor import run_doctor
 
     code, text = run_doctor(settings_from(data_dir, config_file), as_json)
     click.echo(text, err=code == 2)

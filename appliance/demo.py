@@ -110,9 +110,9 @@ def prepare(settings: Settings, contacts: int) -> tuple[str, int, str | None]:
     """Account, key, console user and the sample import; returns (key, job id, password)."""
     from appliance.accounts import add_key, ensure_account
     from appliance.imports.import_job import NewJob, create_job
-    from appliance.service import Appliance
+    from appliance.runtime import Runtime
 
-    appliance = Appliance(settings).open()
+    appliance = Runtime(settings).open()
     try:
         now = appliance.now_ms()
         writer = appliance.store.writer

@@ -2,7 +2,7 @@
 
 Fields passed with ``extra=`` land in the JSON object, and every line logged while
 an HTTP request is handled carries its ``request_id`` (``X-Request-Id``, see
-:mod:`appliance.ops.request_middleware`).
+:mod:`appliance.ops.observability.request_middleware`).
 
 A line that can come thousands of times a minute (``unknown report``, one per
 report left waiting; ``not stored``, one per request refused on a full disk) goes

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from appliance.config import ConfigError, Settings, ensure_data_dir
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store.errors import STORE_ERRORS, NotAnApplianceDatabase
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.store.schema import SchemaTooNew
@@ -37,7 +37,7 @@ class OfflineAppliance:
             except DataDirLocked:
                 self.server_running = True
         try:
-            self.appliance = Appliance(settings).open(serving=False)
+            self.appliance = Runtime(settings).open(serving=False)
         except (SchemaTooNew, NotAnApplianceDatabase) as exc:
             self.lock.release()
             fail(str(exc))
@@ -45,7 +45,7 @@ class OfflineAppliance:
             self.lock.release()
             fail(f"the database: {exc}")
 
-    def __enter__(self) -> Appliance:
+    def __enter__(self) -> Runtime:
         return self.appliance
 
     def __exit__(self, *exc: object) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from appliance.config import Settings
 from appliance.inbound.store import prune_raw as prune_raw_inbound
 from appliance.reports.pruning import prune_inbox, prune_raw_reports
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 from appliance.webhooks.outbox import prune_delivered as prune_webhook_events
 
@@ -90,7 +90,7 @@ def _prune(rule: Rule, cutoff: int, batch: int, now: int, conn: Connection) -> i
 
 
 class Retention:
-    def __init__(self, appliance: Appliance, batch: int = 500) -> None:
+    def __init__(self, appliance: Runtime, batch: int = 500) -> None:
         self.appliance = appliance
         self.batch = batch
         self.removed: dict[str, int] = {rule.name: 0 for rule in RULES}
@@ -107,6 +107,6 @@ class Retention:
         return 0.05 if more else None
 
 
-def install(appliance: Appliance) -> None:
+def install(appliance: Runtime) -> None:
     retention = Retention(appliance)
     appliance.scheduler.add(LOOP, appliance.singleton(LOOP, retention.step), interval_s=60.0)

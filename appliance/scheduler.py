@@ -1,10 +1,12 @@
 """The in-process scheduler: named loops that do small units of work.
 
 Each loop is an async function that does one bounded step and returns how long to
-wait before the next (``None``: its interval). Work that others make due can
-``wake`` a loop at once. A loop that raises is logged and retried after its
-interval; stopping lets the step in progress finish. ``heartbeats`` tells health
-checks that the loops are alive.
+wait before the next (``None``: its interval). :meth:`Scheduler.add` returns the
+loop's :class:`Wake` handle: whoever makes work due for the loop calls it to end the
+loop's wait at once. There is no waking by name, so a misspelt loop cannot be woken
+in vain: a handle exists only for a loop that was added. A loop that raises is
+logged and retried after its interval; stopping lets the step in progress finish.
+``heartbeats`` tells health checks that the loops are alive.
 """
 
 from __future__ import annotations
@@ -15,9 +17,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-
-from appliance.logs import sampled_line
-from appliance.ops.storage import is_storage_error
 
 log = logging.getLogger("appliance.scheduler")
 
@@ -38,15 +37,33 @@ class _Loop:
     step_started: float | None = None  # monotonic time the running step began
 
 
+class Wake:
+    """The handle that wakes one loop (``wake()``); made by :meth:`Scheduler.add`."""
+
+    __slots__ = ("_loop",)
+
+    def __init__(self, loop: _Loop) -> None:
+        self._loop = loop
+
+    @property
+    def name(self) -> str:
+        return self._loop.name
+
+    def __call__(self) -> None:
+        self._loop.wake.set()
+
+
 class Scheduler:
     def __init__(self) -> None:
         self._loops: dict[str, _Loop] = {}
         self._stopping = False
 
-    def add(self, name: str, step: Step, interval_s: float) -> None:
+    def add(self, name: str, step: Step, interval_s: float) -> Wake:
+        """Register loop ``name``; returns the handle that wakes it."""
         if name in self._loops:
             raise ValueError(f"loop {name!r} already added")
-        self._loops[name] = _Loop(name, step, interval_s)
+        loop = self._loops[name] = _Loop(name, step, interval_s)
+        return Wake(loop)
 
     @property
     def stopping(self) -> bool:
@@ -57,11 +74,6 @@ class Scheduler:
         """Begin the stop (a signal came): every loop ends after the step it is in;
         :meth:`stop` then waits for them."""
         self._stopping = True
-
-    def wake(self, name: str) -> None:
-        loop = self._loops.get(name)
-        if loop is not None:
-            loop.wake.set()
 
     def start(self) -> None:
         self._stopping = False
@@ -94,11 +106,7 @@ class Scheduler:
             except Exception as exc:  # a failing step must not end the loop
                 loop.errors += 1
                 loop.last_error = f"{type(exc).__name__}: {exc}"
-                if is_storage_error(exc):  # each step on a full disk: summed up
-                    sampled_line(log, f"loop {loop.name} failed", level=logging.ERROR).note(
-                        loop.name, loop.last_error)
-                else:
-                    log.exception("loop %s failed", loop.name)
+                log.exception("loop %s failed", loop.name)
                 delay = loop.interval_s
             loop.step_started = None
             loop.runs += 1

@@ -35,18 +35,25 @@ from appliance import retention
 from appliance.config import Settings, ensure_data_dir, secret_values
 from appliance.imports import worker as import_worker
 from appliance.logs import setup_logging
-from appliance.ops import install as ops
-from appliance.ops.restore import pending_restore
-from appliance.reports import intake as report_intake
+from appliance.ops.backup import install as backups
+from appliance.ops.backup.restore import pending_restore
+from appliance.ops.observability import install as observability
+from appliance.ops.observability.metrics import Metrics
+from appliance.ops.observability.sources import Sources
+from appliance.providers.registry import Providers
 from appliance.reports import loops as report_loops
-from appliance.sending import orphans, sender
-from appliance.service import Appliance
+from appliance.runtime import Runtime
+from appliance.sending import expansion, orphans, sender
 from appliance.smpp import lifecycle as smpp_sessions
 from appliance.start_warnings import start_warnings
 from appliance.store.lock import DataDirLock, DataDirLocked
+from appliance.web import intake_process
 from appliance.web.app import build_app
-from appliance.web.edge import raise_open_files_limit
+from appliance.web.body_budget import BodyBudget
+from appliance.web.edge import STATS, raise_open_files_limit
 from appliance.web.listener import bind_socket, uvicorn_config
+from appliance.web.pages.sign_in_guard import SignInGuard
+from appliance.web.parts import Parts
 from appliance.webhooks import delivery as webhooks
 
 log = logging.getLogger("appliance")
@@ -112,23 +119,43 @@ class ApplianceServer(uvicorn.Server):
         os._exit(1)
 
 
-def assemble(appliance: Appliance) -> None:
-    """The composition root: every part that runs loops, in start order.
+def assemble(runtime: Runtime, intake: socket.socket | None = None,
+             log_file: Path | None = None) -> Parts:
+    """The composition root: every part of a serving process, built now, in start order.
 
-    Each part registers its loops with the scheduler and, where others read from it,
-    sets its typed home on the appliance (``import_worker``, ``sender``, ``metrics``).
+    Each part's ``install`` takes the (open) runtime and what it needs of the parts
+    before it, registers its loops and returns the part; nothing is made later by
+    whoever asks first. ``intake``: the report intake's listening socket
+    (``[reports] intake_port``), whose process :meth:`ReportIntake.start
+    <appliance.web.intake_process.ReportIntake.start>` starts; ``log_file``: where
+    that process logs. Stops run in the reverse order (the intake's first, then the
+    webhooks', the sessions', the sender's).
     """
-    import_worker.install(appliance)
-    report_loops.install(appliance)
-    retention.install(appliance)
-    sender.install(appliance)
-    orphans.install(appliance)
-    smpp_sessions.install(appliance)
-    webhooks.install(appliance)
-    ops.install(appliance)
+    settings = runtime.settings
+    providers = Providers(settings, now_ms=runtime.now_ms)
+    worker, wake_imports = import_worker.install(runtime)
+    report_loops.install(runtime, providers)
+    retention.install(runtime)
+    sending = sender.install(runtime, providers)
+    campaigns = expansion.install(runtime, sending.wake)
+    orphans.install(runtime, providers)
+    sessions = smpp_sessions.install(runtime, providers)
+    delivery = webhooks.install(runtime)
+    budget = BodyBudget(settings.http.max_inflight_body_bytes)
+    metrics = Metrics()
+    report_intake = (intake_process.install(runtime, metrics, intake, log_file,
+                                            secret_values(settings))
+                     if intake is not None else None)
+    observability.install(runtime, metrics, Sources(sending, worker, providers, STATS,
+                                                    budget, report_intake))
+    backups.install(runtime)
+    return Parts(runtime=runtime, providers=providers, sender=sending, campaigns=campaigns,
+                 import_worker=worker, wake_imports=wake_imports, sessions=sessions,
+                 webhooks=delivery, report_intake=report_intake, metrics=metrics,
+                 body_budget=budget, sign_in_guard=SignInGuard(runtime))
 
 
-def run_server(settings: Settings, appliance: Appliance | None = None, *,
+def run_server(settings: Settings, runtime: Runtime | None = None, *,
                sock: socket.socket | None = None, log_file: Path | None = None) -> None:
     """Serve until SIGTERM/SIGINT; then finish in-flight work and flush the writer.
 
@@ -149,17 +176,15 @@ def run_server(settings: Settings, appliance: Appliance | None = None, *,
         intake_sock = (bind_socket(settings, settings.reports.intake_port,
                                    flag="[reports] intake_port")
                        if settings.reports.intake_port else None)
-        appliance = appliance or Appliance(settings)
-        appliance.open()
+        runtime = runtime or Runtime(settings)
+        runtime.open()
         try:
-            assemble(appliance)
-            intake = (report_intake.install(appliance, intake_sock, log_file,
-                                            secret_values(settings))
-                      if intake_sock is not None else None)
-            app = build_app(appliance)
+            parts = assemble(runtime, intake_sock, log_file)
+            intake = parts.report_intake
+            app = build_app(parts)
 
             def on_signal() -> None:
-                appliance.scheduler.request_stop()
+                runtime.scheduler.request_stop()
                 if intake is not None:
                     intake.forward_stop()
 
@@ -172,7 +197,7 @@ def run_server(settings: Settings, appliance: Appliance | None = None, *,
                 log.warning(warning)
             server.run(sockets=[sock])
         finally:
-            appliance.close()
+            runtime.close()
             log.info("stopped cleanly")
     finally:
         lock.release()

@@ -42,17 +42,17 @@ from starlette.routing import BaseRoute, Route  # noqa: E402
 
 from appliance.config import load_settings  # noqa: E402
 from appliance.logs import setup_logging  # noqa: E402
-from appliance.ops.metrics import metrics_for  # noqa: E402
-from appliance.ops.request_middleware import RequestMiddleware  # noqa: E402
+from appliance.ops.observability.metrics import Metrics  # noqa: E402
+from appliance.ops.observability.request_middleware import RequestMiddleware  # noqa: E402
 from appliance.providers import CallbackRequest  # noqa: E402
 from appliance.providers.http_json import body_signature  # noqa: E402
 from appliance.reports.apply import Receipt, receive  # noqa: E402
 from appliance.reports.inbox import RawCallback, from_parsed  # noqa: E402
+from appliance.runtime import Runtime  # noqa: E402
 from appliance.server import assemble  # noqa: E402
-from appliance.service import Appliance  # noqa: E402
 from appliance.store.schema import open_connection  # noqa: E402
 from appliance.web.app import all_routes, build_app  # noqa: E402
-from appliance.web.bodies import BodyBudget  # noqa: E402
+from appliance.web.body_budget import BodyBudget  # noqa: E402
 from appliance.web.last_resort import LastResort  # noqa: E402
 
 SECRET = "bench-secret"
@@ -106,9 +106,9 @@ async def bare_handler(request: Request) -> Response:
     return Response(b"", status_code=200)
 
 
-def starlette(routes: list[BaseRoute], appliance: Appliance | None) -> Starlette:
-    middleware = [] if appliance is None else [
-        Middleware(RequestMiddleware, metrics=metrics_for(appliance)),
+def starlette(routes: list[BaseRoute], metrics: Metrics | None) -> Starlette:
+    middleware = [] if metrics is None else [
+        Middleware(RequestMiddleware, metrics=metrics),
         Middleware(LastResort, budget=BodyBudget(1 << 30))]
     return Starlette(routes=routes, middleware=middleware)
 
@@ -124,9 +124,9 @@ def main() -> None:
                       f'secret = "{SECRET}"\n')
     settings = load_settings(config, env={}, overrides={"data_dir": str(tmp / "data")})
     setup_logging("json", "info", False, [], path=tmp / "log.txt")
-    appliance = Appliance(settings).open()
-    assemble(appliance)
-    app = build_app(appliance)
+    appliance = Runtime(settings).open()
+    parts = assemble(appliance)
+    app = build_app(parts)
     n = args.reports
     results: dict[str, float] = {}
 
@@ -136,9 +136,9 @@ def main() -> None:
         results["bare Starlette route reading the body"] = await median_of_3(
             starlette([route], None), n)
         results["+ request id, metrics, last resort"] = await median_of_3(
-            starlette([route], appliance), n)
+            starlette([route], parts.metrics), n)
         results["+ every route of the appliance"] = await median_of_3(
-            starlette([route, *all_routes()[1:]], appliance), n)
+            starlette([route, *all_routes()[1:]], parts.metrics), n)
         results["the appliance's /callbacks/gw"] = await median_of_3(app, n)
         writer = appliance.store.writer
         real = writer.run
@@ -157,7 +157,7 @@ def main() -> None:
         await appliance.stop()
 
     uvloop.run(run())
-    provider = appliance.providers.get("gw")
+    provider = parts.providers.get("gw")
     assert provider is not None and provider.reports is not None
     adapter = provider.reports
     reqs = []

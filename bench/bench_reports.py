@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.config import Settings  # noqa: E402
+from appliance.ops.observability.summary import summary  # noqa: E402
 from appliance.providers.http_json import body_signature  # noqa: E402
 from appliance.reports.apply import apply_waiting_for_refs, receive  # noqa: E402
 from appliance.reports.inbox import InboxReport, RawCallback  # noqa: E402
-from appliance.reports.summary import summary  # noqa: E402
 from appliance.store import Store  # noqa: E402
 from appliance.store.rollups import fill  # noqa: E402
 from tests.harness import Server, free_port, wait_for  # noqa: E402

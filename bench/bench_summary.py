@@ -10,7 +10,7 @@ since they were counted (what the ``rollups`` loop has not folded in yet).
 Figures (medians of ``--runs``):
 - each page over HTTP from a real ``appliance serve``, signed in (the dashboard) or with
   an API key;
-- the same summary in-process (``reports.summary.summary``, one read unit);
+- the same summary in-process (``ops.observability.summary.summary``, one read unit);
 - baselines: a bare ``count(*)`` of the coverage window over the covering index, and the
   same figures by scanning the messages (what the summary did before the kept counts:
   one pass over the window grouped by hour, state counts over every message, reports
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.config import Settings  # noqa: E402
-from appliance.reports.summary import summary  # noqa: E402
+from appliance.ops.observability.summary import summary  # noqa: E402
 from appliance.store import rollups  # noqa: E402
 from appliance.store.schema import open_connection  # noqa: E402
 from tests.harness import FileClock, Server, create_account  # noqa: E402

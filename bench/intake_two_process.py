@@ -41,7 +41,7 @@ from appliance.providers import AuthError, CallbackRequest  # noqa: E402
 from appliance.providers.registry import Providers  # noqa: E402
 from appliance.reports.apply import receive  # noqa: E402
 from appliance.reports.inbox import RawCallback, from_parsed  # noqa: E402
-from appliance.service import Appliance  # noqa: E402
+from appliance.runtime import Runtime  # noqa: E402
 from appliance.store.schema import open_connection  # noqa: E402
 
 FRAME = struct.Struct("!I")
@@ -186,7 +186,7 @@ def http_process(sock: socket.socket, settings: Settings, port: int) -> None:
 def main() -> None:
     port, config, data_dir = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     settings = load_settings(config, env={}, overrides={"data_dir": data_dir})
-    Appliance(settings).open().close()  # the schema, as the appliance makes it
+    Runtime(settings).open().close()  # the schema, as the appliance makes it
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     if "--one-process" in sys.argv:  # the same two halves, the writer as a thread
         threading.Thread(target=writer_process, args=(ours, settings), daemon=True).start()

@@ -60,13 +60,13 @@ def test_the_retention_loop_runs_every_rule(tmp_path: Path) -> None:
     from appliance.config import load_settings
     from appliance.reports.apply import receive
     from appliance.retention import RULES, Retention
-    from appliance.service import Appliance
+    from appliance.runtime import Runtime
     from tests.reports.support import report
     from tests.reports.test_cutoff_coverage import RAW
 
     clock = FileClock(tmp_path / "clock", T0)
     settings = load_settings(env={}, overrides={"data_dir": str(tmp_path / "d")})
-    appliance = Appliance(settings, Clock(str(clock.path))).open()
+    appliance = Runtime(settings, Clock(str(clock.path))).open()
     try:
         store = appliance.store
         store.writer.call(lambda c: receive(c, RAW, [report("ghost", "DELIVERED", 1)], None, T0))

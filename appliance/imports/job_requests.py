@@ -16,14 +16,15 @@ from appliance.imports.import_job import (
     PayloadPruned,
     rerun_job,
 )
-from appliance.imports.worker import LOOP as IMPORTS
 from appliance.refusals import Conflict, Gone, Invalid, no_such
+from appliance.runtime import Runtime
+from appliance.scheduler import Wake
 from appliance.sending.refs import new_ref
-from appliance.service import Appliance
 
 
-async def queue_rerun(appliance: Appliance, account_id: int, job_id: int,
-                      list_name: str | None, key: str | None) -> tuple[ImportJob, bool]:
+async def queue_rerun(appliance: Runtime, account_id: int, job_id: int,
+                      list_name: str | None, key: str | None, *, wake_imports: Wake
+                      ) -> tuple[ImportJob, bool]:
     """A re-run of job ``job_id`` and whether it is new (the same key gives back the
     same re-run); the import loop is woken for a new one. Refused: ``payload_pruned``
     (with ``pruned_at``), ``not_found``, ``job_running``, ``idempotency_key_reused``,
@@ -47,5 +48,5 @@ async def queue_rerun(appliance: Appliance, account_id: int, job_id: int,
     except ListBeingDeleted as exc:
         raise Conflict("list_being_deleted", str(exc)) from None
     if created:
-        appliance.scheduler.wake(IMPORTS)
+        wake_imports()
     return job, created

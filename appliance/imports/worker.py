@@ -41,7 +41,8 @@ from appliance.imports.parse_process import (
     parser_processes,
 )
 from appliance.imports.windows import ParsedChunk, PayloadGone, Request
-from appliance.service import Appliance
+from appliance.runtime import Runtime
+from appliance.scheduler import Wake
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.imports")
@@ -72,7 +73,7 @@ class ImportRate:
 
 
 class ImportWorker:
-    def __init__(self, appliance: Appliance) -> None:
+    def __init__(self, appliance: Runtime) -> None:
         self.appliance = appliance
         self.rate = ImportRate()
         self.local = LocalParser(self._load_text)
@@ -212,8 +213,9 @@ class ImportWorker:
             self.child = None
 
 
-def install(appliance: Appliance) -> None:
-    worker = ImportWorker(appliance)
-    appliance.import_worker = worker
-    appliance.scheduler.add(LOOP, worker.step, interval_s=1.0)
-    appliance.on_close(worker.close)
+def install(runtime: Runtime) -> tuple[ImportWorker, Wake]:
+    """The import worker and the handle that wakes its loop (a new job, a resume)."""
+    worker = ImportWorker(runtime)
+    wake = runtime.scheduler.add(LOOP, worker.step, interval_s=1.0)
+    runtime.on_close(worker.close)
+    return worker, wake

@@ -19,7 +19,7 @@ from appliance.optout import suppressions as sup
 from appliance.optout.suppression_import import MAX_BYTES, MAX_LINES, ReadList
 from appliance.optout.suppression_import import read_suppressions as read_list
 from appliance.refusals import Invalid, Malformed, TooLarge
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 
 WRITE_CHUNK = 5000
@@ -41,7 +41,7 @@ def _add_chunk(account_id: int, entries: list[tuple[str, str]], source: str, now
     return sup.add_many(conn, account_id, entries, source, now_ms)
 
 
-async def import_suppressions(appliance: Appliance, account_id: int, payload: bytes,
+async def import_suppressions(appliance: Runtime, account_id: int, payload: bytes,
                               region: str, source: str) -> ImportSummary:
     """Read an uploaded list and add its numbers.
 

@@ -28,7 +28,7 @@ from appliance.clock import iso
 from appliance.config import Settings
 from appliance.outgoing_http import async_client
 from appliance.reports.coverage import Coverage, InboxHealth, coverage, inbox_health, overdue
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.alerts")
@@ -113,7 +113,7 @@ class AlertWatch:
     """Evaluates the alerts of ``source`` (the three report alerts by default) and
     announces each change; any other set of alerts can reuse it with its own source."""
 
-    def __init__(self, appliance: Appliance, source: AlertSource | None = None) -> None:
+    def __init__(self, appliance: Runtime, source: AlertSource | None = None) -> None:
         self.appliance = appliance
         self.source: AlertSource = source or evaluate
         self.current: list[Alert] = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from appliance.reports.aggregate import Aggregate, PartView, aggregate, finalised_at
 from appliance.reports.states import CUT_OFF, OPEN_AFTER_SUBMIT
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store import dialect
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
@@ -86,7 +86,7 @@ def cut_off(conn: Connection, ids: list[int], now_ms: int) -> int:
 
 
 class CutOff:
-    def __init__(self, appliance: Appliance, batch: int = 500, interval_s: float = 5.0) -> None:
+    def __init__(self, appliance: Runtime, batch: int = 500, interval_s: float = 5.0) -> None:
         self.appliance = appliance
         self.batch = batch
         self.interval_s = interval_s

@@ -1,19 +1,20 @@
 """Registers the report loops with the scheduler: reconciler, cut-off, alerts, reparse,
 and the folding of changed messages into the kept counts (``rollups``). With several
 processes on PostgreSQL all but the reconciler run in one process at a time
-(:meth:`appliance.service.Appliance.singleton`); the reconciler's units are guarded."""
+(:meth:`appliance.runtime.Runtime.singleton`); the reconciler's units are guarded."""
 
 from __future__ import annotations
 
+from appliance.providers.registry import Providers
 from appliance.reports import alerts, cutoff, reconciler, reparse
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store import rollups
 
 ROLLUPS_LOOP = "rollups"
 ROLLUPS_IDLE_S = 1.0
 
 
-def install(appliance: Appliance) -> None:
+def install(appliance: Runtime, providers: Providers) -> None:
     rec = reconciler.Reconciler(appliance)
     cut = cutoff.CutOff(appliance)
     watch = alerts.AlertWatch(appliance)
@@ -22,7 +23,7 @@ def install(appliance: Appliance) -> None:
     appliance.scheduler.add(cutoff.LOOP, one(cutoff.LOOP, cut.step), interval_s=cut.interval_s)
     appliance.scheduler.add(alerts.LOOP, one(alerts.LOOP, watch.step),
                             interval_s=appliance.settings.alerts.check_interval_s)
-    again = reparse.Reparser(appliance)
+    again = reparse.Reparser(appliance, providers)
     appliance.scheduler.add(reparse.LOOP, one(reparse.LOOP, again.step),
                             interval_s=reparse.INTERVAL_S)
 

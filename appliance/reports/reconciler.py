@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from appliance.reports.apply import settle_due
 from appliance.reports.inbox import due_rows, next_due_at
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 
 LOOP = "reconciler"
 # Longest sleep between looks: the clock may be moved (tests) and rows may be added.
@@ -19,7 +19,7 @@ POLL_S = 1.0
 
 
 class Reconciler:
-    def __init__(self, appliance: Appliance, batch: int = 500) -> None:
+    def __init__(self, appliance: Runtime, batch: int = 500) -> None:
         self.appliance = appliance
         self.batch = batch
         self.totals: dict[str, int] = {}

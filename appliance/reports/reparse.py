@@ -22,11 +22,12 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from appliance.ops.storage import is_storage_error
+from appliance.disk import is_storage_error
 from appliance.providers import CallbackRequest, ReportParseError, ReportReader
+from appliance.providers.registry import Providers
 from appliance.reports.apply import settle
 from appliance.reports.inbox import InboxReport, file_report, from_parsed, storable
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.reports")
@@ -110,14 +111,15 @@ def _skip(conn: Connection, out: Reparsed, raw_id: int, reason: str) -> None:
 
 
 class Reparser:
-    def __init__(self, appliance: Appliance, batch: int = 200) -> None:
+    def __init__(self, appliance: Runtime, providers: Providers, batch: int = 200) -> None:
         self.appliance = appliance
+        self.providers = providers
         self.batch = batch
         self.after_id = 0
         self.totals = Reparsed()
 
     async def step(self) -> float | None:
-        adapters = {name: p.reports for name, p in self.appliance.providers.all().items()
+        adapters = {name: p.reports for name, p in self.providers.all().items()
                     if p.reports is not None}
         now = self.appliance.now_ms()
         result, last = await self.appliance.store.writer.run(

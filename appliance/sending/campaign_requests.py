@@ -10,6 +10,8 @@ checks of what was sent are :mod:`appliance.sending.checks`.
 from __future__ import annotations
 
 from appliance.refusals import Conflict, Invalid, no_such
+from appliance.runtime import Runtime
+from appliance.scheduler import Wake
 from appliance.sending.campaigns import (
     Campaign,
     IdempotencyConflict,
@@ -25,17 +27,15 @@ from appliance.sending.campaigns import (
     get_campaign,
 )
 from appliance.sending.dry_run import DryRun, dry_run
-from appliance.sending.expansion import LOOP as EXPANSION
 from appliance.sending.resolution import RESEND, resolve_campaign
-from appliance.sending.sender import LOOP as SENDER
+from appliance.sending.sender import Sender
 from appliance.sending.steering import cancel_campaign, pause_campaign, resume_campaign
-from appliance.service import Appliance
 from appliance.store.connection import Connection
 
 CONTROLS = ("pause", "resume", "cancel")
 
 
-async def plan_campaign(appliance: Appliance, account_id: int, list_name: str, provider: str,
+async def plan_campaign(appliance: Runtime, account_id: int, list_name: str, provider: str,
                         body: str) -> DryRun:
     """The dry run: what the campaign would send, after personalisation. Refused:
     ``unknown_list``. Parts are counted with the Turkish tables for the numbers the
@@ -49,7 +49,7 @@ async def plan_campaign(appliance: Appliance, account_id: int, list_name: str, p
         raise Invalid("unknown_list", str(exc)) from None
 
 
-async def start_campaign(appliance: Appliance, new: NewCampaign, *,
+async def start_campaign(appliance: Runtime, new: NewCampaign, *, wake_expansion: Wake,
                          through_contact_id: int | None = None,
                          expected_contacts: int | None = None) -> tuple[Campaign, bool]:
     """Write the campaign's row and wake its expansion; returns it and whether it is new.
@@ -76,12 +76,12 @@ async def start_campaign(appliance: Appliance, new: NewCampaign, *,
     except ListChanged as exc:
         raise Conflict("list_changed", str(exc), contacts=exc.contacts) from None
     if created:
-        appliance.scheduler.wake(EXPANSION)
+        wake_expansion()
     return campaign, created
 
 
-async def control_campaign(appliance: Appliance, campaign_id: int, account_id: int,
-                           verb: str) -> tuple[Campaign, int]:
+async def control_campaign(appliance: Runtime, sender: Sender, campaign_id: int,
+                           account_id: int, verb: str) -> tuple[Campaign, int]:
     """Pause, resume or cancel (one of :data:`CONTROLS`). For a pause or a cancel the
     answer waits until none of the campaign's messages is still being sent: from then
     on nothing more of it is submitted. Returns the campaign and, for a cancel, how
@@ -104,14 +104,14 @@ async def control_campaign(appliance: Appliance, campaign_id: int, account_id: i
         raise Conflict("invalid_state", f"cannot {verb} this campaign: {exc}",
                        state=exc.state) from None
     if verb == "resume":
-        appliance.scheduler.wake(SENDER)
-    elif appliance.sender is not None:
-        await appliance.sender.settle_campaign(campaign.id)
+        sender.wake()
+    else:
+        await sender.settle_campaign(campaign.id)
     return campaign, count
 
 
-async def resolve_all(appliance: Appliance, campaign_id: int, account_id: int, action: str,
-                      actor: str) -> int:
+async def resolve_all(appliance: Runtime, campaign_id: int, account_id: int, action: str,
+                      actor: str, *, wake_sender: Wake) -> int:
     """Decide about every ``UNCERTAIN`` message of a campaign; returns how many.
     Refused: ``not_found``. A resend wakes the sender."""
     now = appliance.now_ms()
@@ -126,11 +126,11 @@ async def resolve_all(appliance: Appliance, campaign_id: int, account_id: int, a
     except NoSuchCampaign:
         raise no_such("campaign") from None
     if count and action == RESEND:
-        appliance.scheduler.wake(SENDER)
+        wake_sender()
     return count
 
 
-async def read_progress(appliance: Appliance, campaign_id: int,
+async def read_progress(appliance: Runtime, campaign_id: int,
                         account_id: int) -> Progress | None:
     """The account's campaign with its counts as they are now, or ``None``."""
     now = appliance.now_ms()
@@ -142,7 +142,6 @@ async def read_progress(appliance: Appliance, campaign_id: int,
     return await appliance.store.readers.run(read)
 
 
-def campaign_rate(appliance: Appliance, campaign_id: int) -> float:
-    """Messages of the campaign sent per second lately (0 without a sender)."""
-    sender = appliance.sender
-    return sender.campaign_per_s(campaign_id) if sender is not None else 0.0
+def campaign_rate(sender: Sender, campaign_id: int) -> float:
+    """Messages of the campaign sent per second lately."""
+    return sender.campaign_per_s(campaign_id)

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import logging
 
+from appliance.runtime import Runtime
+from appliance.scheduler import Wake
 from appliance.sending.campaign_messages import expand_chunk, next_to_expand
 from appliance.sending.refs import new_ref
-from appliance.service import Appliance
 
 log = logging.getLogger("appliance.campaigns")
 LOOP = "campaigns"
 
 
 class CampaignExpander:
-    def __init__(self, appliance: Appliance) -> None:
+    """The ``campaigns`` loop (``wake`` wakes it); each chunk wakes the sender."""
+
+    def __init__(self, appliance: Runtime, wake_sender: Wake) -> None:
         self.appliance = appliance
+        self.wake_sender = wake_sender
         self.created = 0
+        self.wake = appliance.scheduler.add(LOOP, self.step, interval_s=1.0)
 
     async def step(self) -> float | None:
         store = self.appliance.store
@@ -37,5 +42,10 @@ class CampaignExpander:
             lambda c: expand_chunk(c, campaign, lambda: new_ref(now), now, max_parts=max_parts,
                                    turkish_prefixes=prefixes))
         self.created += created
-        self.appliance.scheduler.wake("sender")
+        self.wake_sender()
         return 0
+
+
+def install(runtime: Runtime, wake_sender: Wake) -> CampaignExpander:
+    """The campaign expansion loop; it wakes the sender (``wake_sender``) after each chunk."""
+    return CampaignExpander(runtime, wake_sender)

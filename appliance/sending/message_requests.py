@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from appliance.optout.suppressions import Suppressed
 from appliance.refusals import Conflict, Invalid, no_such
+from appliance.runtime import Runtime
+from appliance.scheduler import Wake
 from appliance.sending.accept import (
     Accepted,
     IdempotencyConflict,
@@ -20,8 +22,6 @@ from appliance.sending.accept import (
 from appliance.sending.messages import get_message
 from appliance.sending.refs import new_ref
 from appliance.sending.resolution import NotUncertain, resolve_message
-from appliance.sending.sender import LOOP as SENDER
-from appliance.service import Appliance
 from appliance.store.connection import Connection
 
 
@@ -34,7 +34,8 @@ def suppressed_refusal(exc: Suppressed) -> Conflict:
                     msisdn=entry.msisdn, reason=entry.reason, source=entry.source)
 
 
-async def queue_message(appliance: Appliance, new: NewMessage) -> Accepted:
+async def queue_message(appliance: Runtime, new: NewMessage, *, wake_sender: Wake
+                        ) -> Accepted:
     """Queue one checked message (``QUEUED``) under a new ref, and wake the sender.
 
     A repeat of an idempotent send gives back the first message (``created`` false,
@@ -51,12 +52,12 @@ async def queue_message(appliance: Appliance, new: NewMessage) -> Accepted:
     except Suppressed as exc:
         raise suppressed_refusal(exc) from None
     if accepted.created:
-        appliance.scheduler.wake(SENDER)
+        wake_sender()
     return accepted
 
 
-async def resolve_one(appliance: Appliance, ref: str, account_id: int, action: str,
-                      actor: str) -> str:
+async def resolve_one(appliance: Runtime, ref: str, account_id: int, action: str,
+                      actor: str, *, wake_sender: Wake) -> str:
     """Decide about one ``UNCERTAIN`` message of the account; returns its new state.
 
     Refused: ``not_found`` (no such message) and ``not_uncertain`` (with its ``state``:
@@ -77,5 +78,5 @@ async def resolve_one(appliance: Appliance, ref: str, account_id: int, action: s
     except NotUncertain as exc:
         raise Conflict("not_uncertain", str(exc), state=exc.state) from None
     if state == "RETRY":
-        appliance.scheduler.wake(SENDER)
+        wake_sender()
     return state

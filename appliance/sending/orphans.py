@@ -19,8 +19,9 @@ from functools import partial
 
 import anyio.to_thread
 
+from appliance.providers.registry import Providers
+from appliance.runtime import Runtime
 from appliance.sending.recovery import recover_orphans
-from appliance.service import Appliance
 
 LOOP = "orphans"
 INTERVAL_S = 2.0
@@ -28,8 +29,9 @@ log = logging.getLogger("appliance.sender")
 
 
 class Orphans:
-    def __init__(self, appliance: Appliance) -> None:
+    def __init__(self, appliance: Runtime, providers: Providers) -> None:
         self.appliance = appliance
+        self.providers = providers
         self.released = 0
         self.recovered = 0
 
@@ -38,7 +40,7 @@ class Orphans:
         if liveness is not None and not await anyio.to_thread.run_sync(liveness.try_lead):
             log.warning("this process's lock on PostgreSQL is lost; taking it again")
             return None
-        for name, provider in self.appliance.providers.all().items():
+        for name, provider in self.providers.all().items():
             now = self.appliance.now_ms()
             dedupes, per_part = provider.dedupes_on_ref, provider.reports_per_part
             released, recovered = await self.appliance.store.writer.run(
@@ -53,6 +55,10 @@ class Orphans:
         return None
 
 
-def install(appliance: Appliance) -> None:
-    if appliance.on_postgresql:
-        appliance.scheduler.add(LOOP, Orphans(appliance).step, interval_s=INTERVAL_S)
+def install(runtime: Runtime, providers: Providers) -> Orphans | None:
+    """On PostgreSQL, the loop that takes back what a stopped process was sending."""
+    if not runtime.on_postgresql:
+        return None
+    orphans = Orphans(runtime, providers)
+    runtime.scheduler.add(LOOP, orphans.step, interval_s=INTERVAL_S)
+    return orphans

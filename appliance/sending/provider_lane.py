@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.providers.base import Outcome, Provider, SubmitResult
+from appliance.runtime import Runtime
 from appliance.sending.campaigns import PRIORITY_HIGH
 from appliance.sending.claims import Claimed, mark_sending, release_claimed
 from appliance.sending.outcomes import Recorded, record_outcomes
 from appliance.sending.send_counters import SendCounters
-from appliance.service import Appliance
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.sender")
@@ -46,7 +46,7 @@ class Flusher:
     outcomes before marks (the writer runs units in order, in one group commit when
     they arrive together)."""
 
-    def __init__(self, appliance: Appliance, counters: SendCounters,
+    def __init__(self, appliance: Runtime, counters: SendCounters,
                  lane: ProviderLane) -> None:
         self.appliance = appliance
         self.counters = counters
@@ -165,7 +165,7 @@ class Flusher:
 class ProviderLane:
     """One provider's reserved messages, its workers and its write units."""
 
-    def __init__(self, appliance: Appliance, counters: SendCounters, provider: Provider,
+    def __init__(self, appliance: Runtime, counters: SendCounters, provider: Provider,
                  batch_size: int) -> None:
         s = provider.settings
         self.provider = provider

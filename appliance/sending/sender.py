@@ -39,11 +39,12 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from appliance.providers.base import Outcome, OutgoingMessage
+from appliance.providers.registry import Providers
+from appliance.runtime import Runtime
 from appliance.sending.claims import Claimed, claim_due, next_due_ms, release_claimed
 from appliance.sending.provider_lane import ProviderLane
 from appliance.sending.recovery import recover_interrupted
 from appliance.sending.send_counters import SendCounters
-from appliance.service import Appliance
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.sender")
@@ -52,17 +53,19 @@ IDLE_S = 1.0
 
 
 class Sender:
-    def __init__(self, appliance: Appliance) -> None:
+    def __init__(self, appliance: Runtime, providers: Providers) -> None:
         self.appliance = appliance
+        self.providers = providers
         settings = appliance.settings
         self.counters = SendCounters()
         self.lanes: dict[str, ProviderLane] = {}
         for name in settings.providers:
-            provider = appliance.providers.get(name)
+            provider = providers.get(name)
             assert provider is not None
             self.lanes[name] = ProviderLane(appliance, self.counters, provider,
                                             settings.sending.batch_size)
         self.closing = False
+        self.wake = appliance.scheduler.add(LOOP, self.step, interval_s=IDLE_S)
 
     async def close(self) -> None:
         """Let each worker finish the message it is sending (outcome recorded), give
@@ -77,7 +80,7 @@ class Sender:
             lane.flusher.release(lane.drain())
             await asyncio.wait_for(lane.flusher.idle(),
                                    timeout=self.appliance.settings.shutdown_timeout_s)
-        await self.appliance.providers.close()
+        await self.providers.close()
 
     # -- what the campaign routes ask ---------------------------------------------------
     async def settle_campaign(self, campaign_id: int, timeout_s: float | None = None) -> int:
@@ -169,7 +172,7 @@ class Sender:
                 await lane.ready.wait()
                 continue
             if lane.waiting() in (0, lane.batch_size - 1):  # just ran low: reserve more
-                self.appliance.scheduler.wake(LOOP)
+                self.wake()
             try:
                 await lane.transport.reserve()
             except Exception:  # a transport that cannot pace now: try again later
@@ -206,13 +209,8 @@ class Sender:
                             encoding=msg.encoding))
 
 
-def install(appliance: Appliance) -> None:
-    """Register the sender loop and the campaign expansion loop."""
-    from appliance.sending.expansion import CampaignExpander
-
-    sender = Sender(appliance)
-    appliance.sender = sender
-    appliance.scheduler.add(LOOP, sender.step, interval_s=IDLE_S)
-    appliance.on_stop(sender.close)
-    expander = CampaignExpander(appliance)
-    appliance.scheduler.add("campaigns", expander.step, interval_s=1.0)
+def install(runtime: Runtime, providers: Providers) -> Sender:
+    """The sender, its loop registered (``Sender.wake`` wakes it); closed at the stop."""
+    sender = Sender(runtime, providers)
+    runtime.on_stop(sender.close)
+    return sender

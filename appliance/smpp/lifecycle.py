@@ -34,7 +34,9 @@ import logging
 import time
 
 from appliance.inbound.store import InboundRules
-from appliance.service import Appliance
+from appliance.providers.registry import Providers
+from appliance.runtime import Runtime
+from appliance.scheduler import Wake
 from appliance.smpp.id_memory import load_evidence, rekey, save_evidence
 from appliance.smpp.ids import IdEvidence
 from appliance.smpp.intake import SessionIntake
@@ -82,22 +84,31 @@ class RunningSession:
 class SmppSessions:
     """Every SMPP provider's session, and the ``smpp`` loop over them."""
 
-    def __init__(self, appliance: Appliance) -> None:
+    def __init__(self, appliance: Runtime, providers: Providers) -> None:
         self.appliance = appliance
         self.sessions: dict[str, RunningSession] = {}
         self.started = False
         rules = InboundRules.from_settings(appliance.settings)
         store = appliance.store
-        for name, (_, transport) in appliance.providers.sessions(build=True).items():
+        for name, (_, transport) in providers.sessions(build=True).items():
             if not isinstance(transport, SmppTransport):
                 continue
             intake = SessionIntake(name, store.writer, rules, appliance.now_ms,
-                                   on_work=lambda: appliance.scheduler.wake(LOOP))
+                                   on_work=self._work_came)
             kept = store.readers.call(functools.partial(load_evidence, provider=name))
             transport.attach(intake, kept)
             session = RunningSession(name, transport, intake)
             session.saved = dataclasses.replace(kept)
             self.sessions[name] = session
+        # The loop runs only when there is a session to keep.
+        self.wake: Wake | None = (appliance.scheduler.add(LOOP, self.step, interval_s=STEP_S)
+                                  if self.sessions else None)
+
+    def _work_came(self) -> None:
+        """A session's intake has work for the loop (only sessions call it: the loop is
+        registered whenever there is one)."""
+        assert self.wake is not None
+        self.wake()
 
     async def step(self) -> float | None:
         if not self.started:
@@ -210,11 +221,10 @@ class SmppSessions:
             s.transport.begin_close()
 
 
-def install(appliance: Appliance) -> None:
-    """Attach and register the SMPP sessions (none configured: nothing). Install after
-    the sender: the sessions' ``on_stop`` must run before the sender's."""
-    sessions = SmppSessions(appliance)
-    appliance.smpp = sessions
+def install(runtime: Runtime, providers: Providers) -> SmppSessions:
+    """Attach the SMPP sessions and register their loop (none configured: no loop).
+    Install after the sender: the sessions' ``on_stop`` must run before the sender's."""
+    sessions = SmppSessions(runtime, providers)
     if sessions.sessions:
-        appliance.scheduler.add(LOOP, sessions.step, interval_s=STEP_S)
-        appliance.on_stop(sessions.stop)
+        runtime.on_stop(sessions.stop)
+    return sessions

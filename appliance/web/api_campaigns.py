@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from appliance.ops.storage import below_reserve
+from appliance.disk import below_reserve
 from appliance.sending import resolution
 from appliance.sending.campaign_requests import (
     CONTROLS,
@@ -38,23 +38,19 @@ from appliance.sending.checks import (
     check_window,
 )
 from appliance.sending.refs import new_ref
-from appliance.service import Appliance
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, not_found, path_id, storage_full
+from appliance.web.parts import Parts, parts_of
 from appliance.web.request_reading import idempotency_key, json_object, request_actor
 from appliance.web.sending_json import campaign_accepted_json, campaign_json, dry_run_json
 
 MAX_REQUEST_BYTES = 64 * 1024
 
 
-def _appliance(request: Request) -> Appliance:
-    appliance: Appliance = request.app.state.appliance
-    return appliance
-
 
 async def create_campaign(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     settings = appliance.settings
     data = await json_object(request, MAX_REQUEST_BYTES)
     key = idempotency_key(request)
@@ -85,7 +81,8 @@ async def create_campaign(request: Request) -> Response:
     reserve = below_reserve(settings)
     if reserve is not None:
         raise storage_full(reserve)
-    campaign, _ = await start_campaign(appliance, new, through_contact_id=plan.last_contact_id)
+    campaign, _ = await start_campaign(appliance, new, through_contact_id=plan.last_contact_id,
+                                       wake_expansion=parts_of(request).campaigns.wake)
     return JSONResponse(campaign_accepted_json(campaign, plan, now), status_code=202)
 
 
@@ -93,36 +90,37 @@ def _campaign_id(request: Request) -> int:
     return path_id(request.path_params["campaign_id"], "campaign")
 
 
-async def _shown(appliance: Appliance, campaign_id: int, account_id: int
-                 ) -> dict[str, Any]:
-    progress = await read_progress(appliance, campaign_id, account_id)
+async def _shown(parts: Parts, campaign_id: int, account_id: int) -> dict[str, Any]:
+    progress = await read_progress(parts.runtime, campaign_id, account_id)
     if progress is None:
         raise not_found("campaign")
-    return campaign_json(progress, campaign_rate(appliance, campaign_id))
+    return campaign_json(progress, campaign_rate(parts.sender, campaign_id))
 
 
 async def show_campaign(request: Request) -> Response:
     account = await require_account(request)
-    return JSONResponse(await _shown(_appliance(request), _campaign_id(request), account.id))
+    return JSONResponse(await _shown(parts_of(request), _campaign_id(request), account.id))
 
 
 async def campaigns(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     now = appliance.now_ms()
     found = await appliance.store.readers.run(
         lambda c: list_campaigns(c, account.id, now_ms=now))
-    return JSONResponse({"campaigns": [campaign_json(p, campaign_rate(appliance, p.campaign.id))
+    sender = parts_of(request).sender
+    return JSONResponse({"campaigns": [campaign_json(p, campaign_rate(sender, p.campaign.id))
                                        for p in found]})
 
 
 def _control(verb: str) -> Callable[[Request], Awaitable[Response]]:
     async def handler(request: Request) -> Response:
         account = await require_account(request)
-        appliance = _appliance(request)
+        appliance = parts_of(request).runtime
         campaign_id = _campaign_id(request)
-        _, count = await control_campaign(appliance, campaign_id, account.id, verb)
-        out = await _shown(appliance, campaign_id, account.id)
+        _, count = await control_campaign(appliance, parts_of(request).sender, campaign_id,
+                                          account.id, verb)
+        out = await _shown(parts_of(request), campaign_id, account.id)
         if verb == "cancel":
             out["cancelled_now"] = count
         return JSONResponse(out)
@@ -133,13 +131,13 @@ def _control(verb: str) -> Callable[[Request], Awaitable[Response]]:
 
 async def resolve_campaign(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     campaign_id = _campaign_id(request)
     data = await json_object(request, MAX_REQUEST_BYTES)
     action = check_action(data.get("action"))
     count = await resolve_all(appliance, campaign_id, account.id, action,
-                              request_actor(request))
-    out = await _shown(appliance, campaign_id, account.id)
+                              request_actor(request), wake_sender=parts_of(request).sender.wake)
+    out = await _shown(parts_of(request), campaign_id, account.id)
     out["resolved"] = count
     if action == resolution.RESEND:
         out["warning"] = resolution.RESEND_WARNING

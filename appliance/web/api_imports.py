@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.clock import iso
+from appliance.disk import below_reserve
 from appliance.imports.accept import (
     StreamedLineCount,
     StreamedPayload,
@@ -41,14 +42,14 @@ from appliance.imports.import_job import (
 )
 from appliance.imports.job_requests import queue_rerun
 from appliance.imports.json_paste import JsonPaste, StreamedJsonPaste, names_text_once
-from appliance.ops.storage import below_reserve
 from appliance.refusals import Refused
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, api_error, not_found, path_id, storage_full
 from appliance.web.forms import parse_form
 from appliance.web.import_answers import job_json, rejects_response
 from appliance.web.json_body import parse_json_object, parse_json_object_encoding
+from appliance.web.parts import parts_of
 from appliance.web.request_reading import (
     idempotency_key,
     payload_too_large,
@@ -59,10 +60,6 @@ from appliance.web.request_reading import (
 IMPORT_TYPES = ("application/json", "text/plain", "text/csv", "multipart/form-data",
                 "application/x-www-form-urlencoded")
 
-
-def _appliance(request: Request) -> Appliance:
-    appliance: Appliance = request.app.state.appliance
-    return appliance
 
 
 def _content_type(request: Request) -> str:
@@ -141,7 +138,7 @@ async def _streamed_json(streamed: StreamedJsonPaste
 
 async def import_contacts(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     limits = appliance.settings.imports
     ctype = _content_type(request)
     # A plain-text body is counted, hashed and checked as it streams in, a JSON one
@@ -214,7 +211,7 @@ async def import_contacts(request: Request) -> Response:
         raise ApiError(422, "idempotency_key_reused", str(exc)) from None
     except ListBeingDeleted as exc:
         raise ApiError(409, "list_being_deleted", str(exc)) from None
-    appliance.scheduler.wake("imports")
+    parts_of(request).wake_imports()
     return JSONResponse(
         {"jobId": job.id, "total": job.total, "poll": f"/api/jobs/{job.id}", "state": job.state},
         status_code=202,
@@ -223,7 +220,7 @@ async def import_contacts(request: Request) -> Response:
 
 async def rerun(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     job_id = _job_id(request)
     body = await read_limited(request, 64 * 1024)
     list_name = None
@@ -232,7 +229,8 @@ async def rerun(request: Request) -> Response:
         if data.get("list") is not None:
             list_name = check_list_name(data["list"])  # refused: the API's 422
     job, _ = await queue_rerun(appliance, account.id, job_id, list_name,
-                               idempotency_key(request))
+                               idempotency_key(request),
+                               wake_imports=parts_of(request).wake_imports)
     return JSONResponse({"jobId": job.id, "rerun_of": job.rerun_of, "total": job.total,
                          "poll": f"/api/jobs/{job.id}", "state": job.state}, status_code=202)
 
@@ -241,9 +239,9 @@ def _job_id(request: Request) -> int:
     return path_id(request.path_params["job_id"], "job")
 
 
-async def _owned_job(request: Request) -> tuple[Appliance, ImportJob]:
+async def _owned_job(request: Request) -> tuple[Runtime, ImportJob]:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     job_id = _job_id(request)
     job = await appliance.store.readers.run(lambda c: get_job(c, job_id, account.id))
     if job is None:
@@ -273,21 +271,21 @@ async def rejects_csv(request: Request) -> Response:
 
 async def jobs(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     found = await appliance.store.readers.run(lambda c: list_jobs(c, account.id))
     return JSONResponse({"jobs": [job_json(j) for j in found]})
 
 
 async def lists(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     found = await appliance.store.readers.run(lambda c: list_lists(c, account.id))
     return JSONResponse({"lists": found})
 
 
 async def show_list(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     name = request.path_params["name"]
     found = await appliance.store.readers.run(lambda c: list_summary(c, account.id, name))
     if found is None:

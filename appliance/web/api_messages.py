@@ -27,18 +27,14 @@ from appliance.sending.checks import (
 from appliance.sending.message_requests import queue_message, resolve_one
 from appliance.sending.messages import messages_for_msisdn, read_message
 from appliance.sending.refs import looks_like_ref
-from appliance.service import Appliance
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, not_found
+from appliance.web.parts import parts_of
 from appliance.web.request_reading import idempotency_key, json_object, request_actor
 from appliance.web.sending_json import accepted_json, message_json
 
 MAX_REQUEST_BYTES = 64 * 1024
 
-
-def _appliance(request: Request) -> Appliance:
-    appliance: Appliance = request.app.state.appliance
-    return appliance
 
 
 def _ref(request: Request) -> str:
@@ -50,7 +46,7 @@ def _ref(request: Request) -> str:
 
 async def send_message(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     settings = appliance.settings
     data = await json_object(request, MAX_REQUEST_BYTES)
     key = idempotency_key(request)
@@ -65,13 +61,13 @@ async def send_message(request: Request) -> Response:
         priority=check_priority(data.get("priority")),
         turkish=settings.provider(provider).turkish_to(msisdn),
     )
-    accepted = await queue_message(appliance, new)
+    accepted = await queue_message(appliance, new, wake_sender=parts_of(request).sender.wake)
     return JSONResponse(accepted_json(accepted, new.priority), status_code=202)
 
 
 async def show_message(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     ref = _ref(request)
     found = await appliance.store.readers.run(lambda c: read_message(c, ref, account.id))
     if found is None:
@@ -81,11 +77,12 @@ async def show_message(request: Request) -> Response:
 
 async def resolve_message(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     ref = _ref(request)
     data = await json_object(request, MAX_REQUEST_BYTES)
     action = check_action(data.get("action"))
-    await resolve_one(appliance, ref, account.id, action, request_actor(request))
+    await resolve_one(appliance, ref, account.id, action, request_actor(request),
+                      wake_sender=parts_of(request).sender.wake)
     found = await appliance.store.readers.run(lambda c: read_message(c, ref, account.id))
     assert found is not None
     out = message_json(*found)
@@ -96,7 +93,7 @@ async def resolve_message(request: Request) -> Response:
 
 async def find_messages(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     raw = request.query_params.get("msisdn")
     if raw is None:
         raise ApiError(422, "missing_msisdn", "give the number to look up as ?msisdn=")

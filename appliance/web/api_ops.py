@@ -10,16 +10,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from appliance.ops.health import readiness
-from appliance.ops.metrics import metrics_for
-from appliance.service import Appliance
+from appliance.ops.observability.health import readiness
+from appliance.web.parts import parts_of
 
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def _appliance(request: Request) -> Appliance:
-    appliance: Appliance = request.app.state.appliance
-    return appliance
 
 
 async def healthz(request: Request) -> Response:
@@ -27,7 +21,8 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    checks = await readiness(_appliance(request))
+    parts = parts_of(request)
+    checks = await readiness(parts.runtime, parts.providers)
     ready = all(c.ok or c.advisory for c in checks)
     return JSONResponse({
         "status": "ready" if ready else "not ready",
@@ -39,7 +34,7 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    body = await metrics_for(_appliance(request)).exposition()
+    body = await parts_of(request).metrics.exposition()
     return Response(body, media_type=PROMETHEUS_TEXT)
 
 

@@ -34,20 +34,16 @@ from appliance.optout.checks import MAX_MSISDN_CHARS, check_msisdn, check_reason
 from appliance.optout.suppression_import import MAX_BYTES
 from appliance.optout.suppression_requests import import_suppressions
 from appliance.refusals import Refused
-from appliance.service import Appliance
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, ascii_int, not_found
 from appliance.web.optout_json import import_summary_json, inbound_json, suppression_json
+from appliance.web.parts import parts_of
 from appliance.web.request_reading import read_limited
 
 MAX_JSON_BYTES = 16 * 1024
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 
-
-def _appliance(request: Request) -> Appliance:
-    appliance: Appliance = request.app.state.appliance
-    return appliance
 
 
 def _page_args(request: Request) -> tuple[int, int | None]:
@@ -72,7 +68,7 @@ def _next(request: Request, more: bool, last_id: int | None, limit: int) -> str 
 
 async def list_suppressions(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     limit, before = _page_args(request)
     exact, contains = search_terms(appliance.settings, request.query_params.get("msisdn"))
     page = await appliance.store.readers.run(lambda c: sup.search(
@@ -84,7 +80,7 @@ async def list_suppressions(request: Request) -> Response:
 
 async def add_suppression(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype in ("text/csv", "text/plain"):
         body = await read_limited(request, MAX_BYTES)
@@ -113,7 +109,7 @@ async def add_suppression(request: Request) -> Response:
 
 async def remove_suppression(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     try:
         msisdn = check_msisdn(appliance.settings, request.path_params["msisdn"])
     except Refused:
@@ -126,7 +122,7 @@ async def remove_suppression(request: Request) -> Response:
 
 async def inbound_messages(request: Request) -> Response:
     account = await require_account(request)
-    appliance = _appliance(request)
+    appliance = parts_of(request).runtime
     limit, before = _page_args(request)
     raw = request.query_params.get("msisdn")
     msisdn: str | None = None

@@ -3,7 +3,7 @@
 Coverage, delivery rate, open-by-hour and overdue are the caller's account's own
 messages; the inbox (reports not yet matched to any message), the status webhook
 outbox (``webhooks``, OPS-5) and the alerts are the appliance's. See
-:mod:`appliance.reports.summary`.
+:mod:`appliance.ops.observability.summary`.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from appliance.reports.summary import summary
-from appliance.service import Appliance
+from appliance.ops.observability.summary import summary
 from appliance.store.connection import Connection
 from appliance.web.auth import require_account
+from appliance.web.parts import parts_of
 from appliance.webhooks.outbox import outbox_health
 
 
 async def show_stats(request: Request) -> Response:
     account = await require_account(request)
-    appliance: Appliance = request.app.state.appliance
+    appliance = parts_of(request).runtime
     now = appliance.now_ms()
     settings = appliance.settings
 

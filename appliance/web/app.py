@@ -1,7 +1,8 @@
-"""Builds the Starlette application over an :class:`Appliance`.
+"""Builds the Starlette application over the running :class:`~appliance.web.parts.Parts`.
 
 Every route module exposes ``routes() -> list[BaseRoute]``; this module joins them,
-adds the error handlers and the lifespan that starts and stops the scheduler.
+adds the error handlers and the lifespan that starts and stops the runtime, and keeps
+the parts where :func:`appliance.web.parts.parts_of` finds them.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from appliance.refusals import Refused
-from appliance.service import Appliance
 from appliance.web.errors import ApiError, api_error
+from appliance.web.parts import Parts
 
 HTTP_ERRORS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}
 
@@ -68,32 +69,30 @@ def all_routes() -> list[BaseRoute]:
     return routes
 
 
-def build_app(appliance: Appliance) -> Starlette:
+def build_app(parts: Parts) -> Starlette:
+    runtime = parts.runtime
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        from appliance.web.callbacks import UNKNOWN_REPORT
+        from appliance.web.callback_check import UNKNOWN_REPORT
 
-        await appliance.start()
+        await runtime.start()
         try:
             yield
         finally:
-            await appliance.stop()
+            await runtime.stop()
             UNKNOWN_REPORT.flush()
 
-    from appliance.ops.metrics import metrics_for
-    from appliance.ops.request_middleware import RequestMiddleware
-    from appliance.web.bodies import BodyBudget
+    from appliance.ops.observability.request_middleware import RequestMiddleware
     from appliance.web.last_resort import LastResort
 
-    budget = BodyBudget(appliance.settings.http.max_inflight_body_bytes)
     app = Starlette(
         routes=all_routes(),
         exception_handlers={ApiError: _api_error, Refused: _refused,
                             HTTPException: _http_error},
         lifespan=lifespan,
-        middleware=[Middleware(RequestMiddleware, metrics=metrics_for(appliance)),
-                    Middleware(LastResort, budget=budget)],
+        middleware=[Middleware(RequestMiddleware, metrics=parts.metrics),
+                    Middleware(LastResort, budget=parts.body_budget)],
     )
-    app.state.appliance = appliance
-    app.state.body_budget = appliance.body_budget = budget
+    app.state.parts = parts
     return app

@@ -5,8 +5,8 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from appliance.accounts import Account, account_for_key
-from appliance.service import Appliance
 from appliance.web.errors import ApiError
+from appliance.web.parts import parts_of
 
 
 async def require_account(request: Request) -> Account:
@@ -18,7 +18,7 @@ async def require_account(request: Request) -> Account:
         raise ApiError(401, "unauthorized", "send the API key as 'Authorization: Bearer <key>'")
     if len(key) > 200:
         raise ApiError(401, "unauthorized", "invalid API key")
-    appliance: Appliance = request.app.state.appliance
+    appliance = parts_of(request).runtime
     account = await appliance.store.readers.run(lambda c: account_for_key(c, key))
     if account is None:
         raise ApiError(401, "unauthorized", "invalid API key")

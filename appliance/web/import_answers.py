@@ -11,7 +11,7 @@ from starlette.responses import Response, StreamingResponse
 
 from appliance.clock import iso
 from appliance.imports.import_job import ImportJob, iter_rejects
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.web.csv_export import csv_rows
 
 
@@ -49,7 +49,7 @@ def job_json(job: ImportJob) -> dict[str, Any]:
     }
 
 
-async def rejects_response(appliance: Appliance, job: ImportJob) -> Response:
+async def rejects_response(appliance: Runtime, job: ImportJob) -> Response:
     """The job's rejected lines as a CSV download (``line_number,line,reason``).
 
     A line stored shortened (too long to keep whole) says so in its reason, with its

@@ -21,15 +21,15 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.config import ConfigError
+from appliance.disk import is_storage_error
 from appliance.inbound.store import InboundRules, receive_request
 from appliance.logs import note_not_stored
-from appliance.ops.storage import is_storage_error
 from appliance.providers import AuthError, CallbackRequest, InboundMessage, InboundParseError
 from appliance.reports.inbox import RawCallback
-from appliance.service import Appliance
 from appliance.web.bodies import read_bounded
-from appliance.web.callbacks import TRY_AGAIN, refusal
+from appliance.web.callback_check import TRY_AGAIN, refusal
 from appliance.web.errors import ApiError
+from appliance.web.parts import parts_of
 
 log = logging.getLogger("appliance.inbound")
 ROUTE = "/inbound/{provider}"
@@ -43,10 +43,10 @@ async def inbound(request: Request) -> Response:
 
 
 async def _inbound(request: Request) -> Response:
-    appliance: Appliance = request.app.state.appliance
+    appliance = parts_of(request).runtime
     name = request.path_params["provider"]
     try:
-        provider = appliance.providers.get(name)
+        provider = parts_of(request).providers.get(name)
     except ConfigError as exc:
         log.error("inbound request for provider %s cannot be checked: %s", name, exc)
         raise ApiError(503, "provider_misconfigured",

@@ -31,11 +31,11 @@ from starlette.types import Receive, Scope, Send
 
 from appliance.config import Settings
 from appliance.logs import request_id
-from appliance.ops.request_middleware import incoming_request_id, new_request_id
+from appliance.ops.observability.request_middleware import incoming_request_id, new_request_id
 from appliance.providers.registry import Providers
 from appliance.reports.intake_link import frame, frames
-from appliance.web.bodies import BodyBudget, read_scope_pieces
-from appliance.web.callbacks import TOO_LARGE, TRY_AGAIN, check, reader_for, refusal
+from appliance.web.body_budget import BodyBudget, read_scope_pieces
+from appliance.web.callback_check import TOO_LARGE, TRY_AGAIN, check, reader_for, refusal
 from appliance.web.edge import STATS
 from appliance.web.errors import ApiError
 
@@ -186,7 +186,7 @@ class IntakeApp:
 
 
 def _refusal(exc: ApiError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """As :func:`appliance.web.callbacks.refusal` answers, for a plain ASGI app."""
+    """As :func:`appliance.web.callback_check.refusal` answers, for a plain ASGI app."""
     response = refusal(exc)
     headers = [(k, v) for k, v in response.raw_headers if k != b"content-length"]
     if exc.status == 405:
@@ -196,7 +196,7 @@ def _refusal(exc: ApiError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
 
 def serve_intake(listening: socket.socket, link_sock: socket.socket, settings: Settings,
                  log_file: Path | None, secrets: list[str]) -> None:  # pragma: no cover
-    """The intake process's main (spawned by :class:`appliance.reports.intake.ReportIntake`)."""
+    """The intake process's main (spawned by :class:`appliance.web.intake_process.ReportIntake`)."""
     import uvicorn
 
     from appliance.logs import setup_logging

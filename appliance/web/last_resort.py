@@ -9,7 +9,7 @@
 * **Body budget**: what a request's body took from ``[http] max_inflight_body_bytes``
   (:mod:`appliance.web.bodies`) is given back when it is answered.
 * **Last resort**: an exception no handler turned into an answer becomes a JSON
-  answer: a storage error (disk full or failing, see :mod:`appliance.ops.storage`)
+  answer: a storage error (disk full or failing, see :mod:`appliance.disk`)
   is ``503 {"error": "not_stored"}`` with ``Retry-After``, since its write unit was
   rolled back (logged as a sampled line per route, :data:`appliance.logs.NOT_STORED`:
   on a full disk every write is refused); anything else is logged once, with its
@@ -26,9 +26,9 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from appliance.disk import is_storage_error
 from appliance.logs import note_not_stored
-from appliance.ops.storage import is_storage_error
-from appliance.web.bodies import BodyBudget
+from appliance.web.body_budget import BodyBudget
 from appliance.web.errors import not_stored
 
 log = logging.getLogger("appliance.http")

@@ -15,8 +15,9 @@ from starlette.requests import Request
 from appliance.accounts import SHOWN_PREFIX
 from appliance.imports.accept import too_large
 from appliance.refusals import Refused
-from appliance.web.bodies import Watch, read_bounded
+from appliance.web.bodies import read_bounded
 from appliance.web.bodies import read_pieces as read_body_pieces
+from appliance.web.body_budget import Watch
 from appliance.web.errors import ApiError, api_error
 from appliance.web.json_body import parse_json_object
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response
 
-from appliance.service import Appliance
 from appliance.store.connection import Connection
 from appliance.users import User
+from appliance.web.parts import parts_of
 
 SESSION_COOKIE = "appliance_session"
 SIGN_IN_COOKIE = "appliance_signin"
@@ -93,10 +93,6 @@ def end_session(conn: Connection, token: str) -> None:
     conn.execute("DELETE FROM sessions WHERE token_hash = ?", (hash_token(token),))
 
 
-def _appliance(request: Request) -> Appliance:
-    appliance: Appliance = request.app.state.appliance
-    return appliance
-
 
 async def current_session(request: Request) -> ConsoleSession | None:
     """The signed-in session of this request, or None (looked up once per request)."""
@@ -106,7 +102,7 @@ async def current_session(request: Request) -> ConsoleSession | None:
     token = request.cookies.get(SESSION_COOKIE, "")
     session = None
     if token:
-        appliance = _appliance(request)
+        appliance = parts_of(request).runtime
         now = appliance.now_ms()
         session = await appliance.store.readers.run(lambda c: session_for(c, token, now))
     request.state.console_session = session
@@ -115,7 +111,7 @@ async def current_session(request: Request) -> ConsoleSession | None:
 
 def cookie_secure(request: Request) -> bool:
     """Whether cookies get ``Secure``: the request came over https, or we are public at https."""
-    public_url = _appliance(request).settings.public_url
+    public_url = parts_of(request).runtime.settings.public_url
     return request.url.scheme == "https" or public_url.lower().startswith("https://")
 
 

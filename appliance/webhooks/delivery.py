@@ -37,7 +37,7 @@ import httpx
 
 from appliance.outgoing_http import async_client
 from appliance.reports.inbox import next_delay_ms
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.webhooks import outbox
 from appliance.webhooks.outbox import Event, Gate
 from appliance.webhooks.signature import HEADER, sign
@@ -51,10 +51,12 @@ STOP_WAIT_S = 5.0  # at shutdown, POSTs in flight get this long (else: sent agai
 class WebhookDelivery:
     """The loop's state: POSTs in flight, and the receiver's backoff."""
 
-    def __init__(self, appliance: Appliance, gate: Gate) -> None:
+    def __init__(self, appliance: Runtime, gate: Gate) -> None:
         self.appliance = appliance
         self.settings = appliance.settings.webhooks
         self.gate = gate
+        self.wake = appliance.scheduler.add(LOOP, appliance.singleton(LOOP, self.step),
+                                            interval_s=POLL_S)
         self.inflight: dict[int, asyncio.Task[None]] = {}
         # Events whose outcome was committed while the due heads were being read: that
         # read may predate the commit, so they are not taken from it.
@@ -136,7 +138,7 @@ class WebhookDelivery:
         finally:
             self.inflight.pop(event.id, None)
             self._finished.add(event.id)
-            self.appliance.scheduler.wake(LOOP)
+            self.wake()
 
     async def _post(self, event: Event) -> str | None:
         """POST ``event``; ``None`` for a ``2xx``, else what went wrong."""
@@ -159,6 +161,12 @@ class WebhookDelivery:
             error += " (redirects are not followed: set [webhooks] url to where it points)"
         return error
 
+    def try_now(self) -> None:
+        """The operator's *Try now* (after the stored backoff was ended): this process
+        forgets its backoff too and the loop looks for due events at once."""
+        self.gate = Gate()
+        self.wake()
+
     async def stop(self) -> None:
         """Let the POSTs in flight finish (briefly), then close the connections."""
         tasks = list(self.inflight.values())
@@ -175,17 +183,17 @@ class WebhookDelivery:
             self._client = None
 
 
-def install(appliance: Appliance) -> None:
-    """Turn events on or off as ``[webhooks]`` says, and start delivering when on."""
+def install(appliance: Runtime) -> WebhookDelivery | None:
+    """Turn events on or off as ``[webhooks]`` says, and start delivering when on (the
+    delivery, whose loop is registered; ``None`` when off)."""
     settings = appliance.settings.webhooks
     url = settings.url if settings.configured else None
     gate = appliance.store.writer.call(
         partial(outbox.set_receiver, url=url, now_ms=appliance.now_ms()))
     if url is None:
-        return
+        return None
+    # Its loop runs in one process at a time on PostgreSQL: each message's events stay
+    # in order and a head event is not posted by two processes at once.
     delivery = WebhookDelivery(appliance, gate)
-    appliance.webhooks = delivery
-    # One process at a time on PostgreSQL: each message's events stay in order and a
-    # head event is not posted by two processes at once.
-    appliance.scheduler.add(LOOP, appliance.singleton(LOOP, delivery.step), interval_s=POLL_S)
     appliance.on_stop(delivery.stop)
+    return delivery

@@ -24,8 +24,8 @@ from appliance.config import load_settings
 from appliance.imports import chunk
 from appliance.imports.normalise import Invalid, Normalised, normalise_msisdn
 from appliance.retention import _prune_payloads
+from appliance.runtime import Runtime
 from appliance.server import assemble
-from appliance.service import Appliance
 from appliance.web.app import build_app
 from tests.harness import free_port, wait_for
 
@@ -37,10 +37,10 @@ PAYLOAD = "\n".join(["phone", *VALID, *TEL, "not a number", VALID[0]]) + "\n"
 class InProcessServer:
     def __init__(self, data_dir: Path) -> None:
         settings = load_settings(env={}, overrides={"data_dir": str(data_dir)})
-        self.appliance = Appliance(settings).open()
-        assemble(self.appliance)
+        self.appliance = Runtime(settings).open()
+        parts = assemble(self.appliance)
         self.port = free_port()
-        config = uvicorn.Config(build_app(self.appliance), host="127.0.0.1", port=self.port,
+        config = uvicorn.Config(build_app(parts), host="127.0.0.1", port=self.port,
                                 log_config=None, lifespan="on", access_log=False)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

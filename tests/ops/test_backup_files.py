@@ -11,8 +11,8 @@ from pathlib import Path
 
 import apsw
 
-from appliance.ops.backup import remove_abandoned_temporaries
-from appliance.ops.backup_schedule import prune_backups
+from appliance.ops.backup.schedule import prune_backups
+from appliance.ops.backup.snapshot import remove_abandoned_temporaries
 from tests.harness import appliance_cmd, create_account, run_cli, wait_for
 
 

@@ -143,8 +143,8 @@ def test_retention_prunes_unmatched_reports_and_raw_callbacks_by_receive_time(
 
 
 def test_live_figures_cover_the_settle_time_the_settled_window_leaves_out(store: Store) -> None:
+    from appliance.ops.observability.summary import summary
     from appliance.reports.coverage import live_by_hour
-    from appliance.reports.summary import summary
 
     acct = store.writer.call(add_account)
     store.writer.call(adding(acct, "settled", "DELIVERED", NOW - 10 * HOUR))

@@ -1,7 +1,7 @@
 """``/dashboard`` and ``/messages``: how delivery goes, and what happened to messages.
 
 The dashboard shows the same figures as ``GET /api/stats`` (one read unit,
-``appliance.reports.summary.summary``, for the signed-in account): coverage beside
+``appliance.ops.observability.summary.summary``, for the signed-in account): coverage beside
 delivery rate over the settled window, the same for the live hours after it,
 still-open vs total by hour of creation as a server-drawn chart, inbox health,
 overdue messages, the alerts that hold and each SMPP session (bound or not, since
@@ -24,7 +24,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.imports.normalise import Invalid, normalise_msisdn
-from appliance.reports.summary import summary
+from appliance.ops.observability.summary import summary
+from appliance.providers.registry import Providers
 from appliance.sending import messages as msgs
 from appliance.sending import resolution
 from appliance.sending.checks import MAX_MSISDN_CHARS
@@ -33,10 +34,11 @@ from appliance.sending.refs import looks_like_ref
 from appliance.store.connection import Connection
 from appliance.web.errors import ascii_int
 from appliance.web.pages.chart import HourBar, merge_hours, open_by_hour_svg
-from appliance.web.pages.guard import appliance_of, console_page
+from appliance.web.pages.guard import console_page
 from appliance.web.pages.render import page
 from appliance.web.pages.sending import STATE_ORDER
 from appliance.web.pages.timeline import message_timeline
+from appliance.web.parts import parts_of
 from appliance.web.session import ConsoleSession
 
 ALERT_TITLES = {
@@ -58,7 +60,7 @@ def _ms(text: str | None) -> int:
 
 
 async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[str, Any]:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     settings = appliance.settings
     now = appliance.now_ms()
     account_id = session.account_id
@@ -74,7 +76,7 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
     alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"].replace("_", " "))}
               for a in stats["alerts"]]
     busy = stats["live"]["still_due"] > 0 or stats["inbox"]["waiting"] > 0
-    return {"stats": stats, "sessions": sessions_panel(appliance), "window_start": start,
+    return {"stats": stats, "sessions": sessions_panel(parts_of(request).providers), "window_start": start,
             "window_end": end, "now": now,
             "chart": open_by_hour_svg(bars, start, now, settling_from_ms=end),
             "hours": sorted(bars, key=lambda b: b.hour_ms, reverse=True),
@@ -83,11 +85,11 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
             "poll_s": BUSY_POLL_S if busy else IDLE_POLL_S}
 
 
-def sessions_panel(appliance: Any) -> list[dict[str, Any]]:
+def sessions_panel(providers: Providers) -> list[dict[str, Any]]:
     """Each provider session (SMPP's, or any session kind's) as the dashboard shows it
     (empty: no provider speaks over a session)."""
     out = []
-    for name, (_, t) in sorted(appliance.providers.sessions().items()):
+    for name, (_, t) in sorted(providers.sessions().items()):
         st = t.state()
         errors = [f"{ls.mode}: {ls.last_error}" for ls in st.links if ls.last_error]
         out.append({"name": name, "bound": st.bound, "since": st.bound_since_ms,
@@ -156,7 +158,7 @@ def _filters(request: Request) -> tuple[MessageFilter, dict[str, str], list[str]
 
 
 async def messages_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     query = request.query_params.get("q", "").strip()[:MAX_MSISDN_CHARS]
     account_id = session.account_id
     chosen, values, problems = _filters(request)

@@ -17,13 +17,14 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from appliance.disk import is_storage_error
 from appliance.logs import note_not_stored
-from appliance.ops.storage import is_storage_error
-from appliance.service import Appliance
-from appliance.web.bodies import Watch
+from appliance.runtime import Runtime
+from appliance.web.body_budget import Watch
 from appliance.web.errors import ApiError, ascii_int, not_stored
 from appliance.web.forms import parse_form
 from appliance.web.pages.render import json_answer, page, wants_json
+from appliance.web.parts import parts_of
 from appliance.web.request_reading import read_limited
 from appliance.web.session import (
     CSRF_FIELD,
@@ -36,13 +37,9 @@ from appliance.web.session import (
 SMALL_FORM_BYTES = 64 * 1024
 Handler = Callable[[Request, ConsoleSession, FormData], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
-BodyLimit = Callable[[Appliance], int]
-BodyWatch = Callable[[Appliance, Request], Watch]
+BodyLimit = Callable[[Runtime], int]
+BodyWatch = Callable[[Runtime, Request], Watch]
 
-
-def appliance_of(request: Request) -> Appliance:
-    appliance: Appliance = request.app.state.appliance
-    return appliance
 
 
 def safe_next(target: str | None) -> str:
@@ -89,9 +86,9 @@ def console_page(handler: Handler, body_limit: BodyLimit | None = None,
             return sign_in_redirect(request)
         form = FormData()
         if request.method == "POST":
-            limit = body_limit(appliance_of(request)) if body_limit else SMALL_FORM_BYTES
+            limit = body_limit(parts_of(request).runtime) if body_limit else SMALL_FORM_BYTES
             try:
-                watch = body_watch(appliance_of(request), request) if body_watch else None
+                watch = body_watch(parts_of(request).runtime, request) if body_watch else None
                 form = await read_form(request, limit, watch)
             except ApiError as exc:
                 extra = dict(exc.extra)

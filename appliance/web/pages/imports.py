@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.disk import below_reserve
 from appliance.imports.accept import (
     StreamedLineCount,
     check_list_name,
@@ -43,26 +44,26 @@ from appliance.imports.import_job import (
 )
 from appliance.imports.job_requests import queue_rerun
 from appliance.imports.preview import PREVIEW_BYTES, preview
-from appliance.ops.storage import below_reserve
 from appliance.refusals import Invalid, Malformed, Refused, Unavailable
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, ascii_int, refusal_status
 from appliance.web.import_answers import job_json, rejects_response
-from appliance.web.pages.guard import appliance_of, console_page, refusal
+from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import json_answer, page, wants_json
+from appliance.web.parts import parts_of
 from appliance.web.session import ConsoleSession
 
 TERMINAL = ("DONE", "FAILED", "CANCELLED")
 MAX_ID = 2**62
 
 
-def _import_limit(appliance: Appliance) -> int:
+def _import_limit(appliance: Runtime) -> int:
     # The form around the payload (list, region, token, part headers) needs a little room.
     return appliance.settings.imports.max_bytes + 16 * 1024
 
 
-def _import_rows(appliance: Appliance, request: Request) -> StreamedLineCount:
+def _import_rows(appliance: Runtime, request: Request) -> StreamedLineCount:
     # The row limit, decided while the form streams in, as the API does.
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     return StreamedLineCount(ctype, appliance.settings.imports.max_rows)
@@ -102,7 +103,7 @@ async def _import_page(request: Request, session: ConsoleSession, status: int = 
                        error: dict[str, object] | None = None, chosen_list: str = "",
                        region: str = "", shown: dict[str, object] | None = None,
                        text: str = "") -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     limits = appliance.settings.imports
     lists = await appliance.store.readers.run(lambda c: list_lists(c, session.account_id))
     return page(request, "import.html", session, status=status, title="Import a list",
@@ -116,7 +117,7 @@ async def import_form(request: Request, session: ConsoleSession, form: FormData)
 
 
 async def import_submit(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     limits = appliance.settings.imports
     raw_region = form.get("region")
     try:
@@ -153,7 +154,7 @@ async def import_submit(request: Request, session: ConsoleSession, form: FormDat
                        " slightly (add a blank line) and send it again.")
     except ListBeingDeleted as exc:
         return refusal(request, session, 409, "list_being_deleted", str(exc))
-    appliance.scheduler.wake("imports")
+    parts_of(request).wake_imports()
     url = f"/jobs/{job.id}" + ("" if created else "?again=1")
     if wants_json(request):
         return json_answer({"jobId": job.id, "total": job.total, "created": created,
@@ -164,7 +165,7 @@ async def import_submit(request: Request, session: ConsoleSession, form: FormDat
 async def import_preview(request: Request, session: ConsoleSession, form: FormData) -> Response:
     """The first lines of the submitted list, as the importer will read them; nothing
     is stored. JSON for the form's script, else the form again with the preview."""
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     limits = appliance.settings.imports
     raw_region = form.get("region")
     chosen = _list_name(form)
@@ -193,7 +194,7 @@ async def _owned_job(request: Request, session: ConsoleSession) -> ImportJob | N
     job_id: int = request.path_params["job_id"]
     if job_id > MAX_ID:
         return None
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     return await appliance.store.readers.run(lambda c: get_job(c, job_id, session.account_id))
 
 
@@ -209,7 +210,7 @@ async def job_page(request: Request, session: ConsoleSession, form: FormData) ->
         found = get_job(c, job_id, account_id) if job_id <= MAX_ID else None
         return found, list_lists(c, account_id) if found is not None else []
 
-    job, lists = await appliance_of(request).store.readers.run(read)
+    job, lists = await parts_of(request).runtime.store.readers.run(read)
     if job is None:
         return _missing_job(request, session)
     return page(request, "job.html", session, title=f"Import job {job.id}", job=job_json(job),
@@ -223,13 +224,14 @@ async def job_rerun(request: Request, session: ConsoleSession, form: FormData) -
     job = await _owned_job(request, session)
     if job is None:
         return _missing_job(request, session)
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     target = _list_name(form)
     try:
         list_name = check_list_name(target) if isinstance(target, str) and target.strip() \
             else None
         key = _form_key(form, job.id)
-        new, _ = await queue_rerun(appliance, session.account_id, job.id, list_name, key)
+        new, _ = await queue_rerun(appliance, session.account_id, job.id, list_name, key,
+                                   wake_imports=parts_of(request).wake_imports)
     except Refused as exc:
         account_id = session.account_id
         lists = await appliance.store.readers.run(lambda c: list_lists(c, account_id))
@@ -266,11 +268,11 @@ async def job_rejects(request: Request, session: ConsoleSession, form: FormData)
     job = await _owned_job(request, session)
     if job is None:
         return _missing_job(request, session)
-    return await rejects_response(appliance_of(request), job)
+    return await rejects_response(parts_of(request).runtime, job)
 
 
 async def lists_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     account_id = session.account_id
     lists, jobs = await appliance.store.readers.run(
         lambda c: (list_lists(c, account_id), list_jobs(c, account_id)))

@@ -18,15 +18,16 @@ from starlette.routing import BaseRoute, Route
 from appliance.reports.coverage import inbox_health
 from appliance.reports.inbox_view import waiting_by_provider, waiting_reports
 from appliance.store.connection import Connection
-from appliance.web.pages.guard import appliance_of, console_page
+from appliance.web.pages.guard import console_page
 from appliance.web.pages.render import page
+from appliance.web.parts import parts_of
 from appliance.web.session import ConsoleSession
 
 SHOWN = 200
 
 
 async def inbox_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     now = appliance.now_ms()
     provider = request.query_params.get("provider", "")[:100] or None
     newest = request.query_params.get("order") == "newest"

@@ -13,8 +13,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.accounts import SHOWN_PREFIX, add_key, get_key, list_keys, revoke_key
-from appliance.web.pages.guard import appliance_of, console_page, refusal
+from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
+from appliance.web.parts import parts_of
 from appliance.web.session import ConsoleSession
 
 MAX_ID = 2**62
@@ -23,7 +24,7 @@ MAX_ID = 2**62
 async def _keys_page(request: Request, session: ConsoleSession, new_key: str | None = None,
                      status: int = 200) -> Response:
     account_id = session.account_id
-    keys = await appliance_of(request).store.readers.run(lambda c: list_keys(c, account_id))
+    keys = await parts_of(request).runtime.store.readers.run(lambda c: list_keys(c, account_id))
     return page(request, "keys.html", session, status=status, title="API keys", keys=keys,
                 new_key=new_key, new_prefix=new_key[:SHOWN_PREFIX] if new_key else "",
                 revoked=request.query_params.get("revoked", "")[:SHOWN_PREFIX])
@@ -34,7 +35,7 @@ async def keys_page(request: Request, session: ConsoleSession, form: FormData) -
 
 
 async def create(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     account_id = session.account_id
     key = await appliance.store.writer.run(lambda c: add_key(c, account_id, appliance.now_ms()))
     return await _keys_page(request, session, new_key=key, status=201)
@@ -43,7 +44,7 @@ async def create(request: Request, session: ConsoleSession, form: FormData) -> R
 async def confirm_revoke(request: Request, session: ConsoleSession, form: FormData) -> Response:
     key_id: int = request.path_params["key_id"]
     account_id = session.account_id
-    found = None if key_id > MAX_ID else await appliance_of(request).store.readers.run(
+    found = None if key_id > MAX_ID else await parts_of(request).runtime.store.readers.run(
         lambda c: get_key(c, key_id, account_id))
     if found is None:
         return refusal(request, session, 404, "not_found", "There is no such key.")
@@ -51,7 +52,7 @@ async def confirm_revoke(request: Request, session: ConsoleSession, form: FormDa
 
 
 async def revoke(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     key_id: int = request.path_params["key_id"]
     account_id = session.account_id
     found = None if key_id > MAX_ID else await appliance.store.readers.run(

@@ -32,8 +32,9 @@ from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.store.connection import Connection
 from appliance.web.csv_export import spreadsheet_safe
 from appliance.web.errors import ascii_int
-from appliance.web.pages.guard import appliance_of, console_page, refusal
+from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
+from appliance.web.parts import parts_of
 from appliance.web.session import ConsoleSession
 
 PAGE_SIZE = 100
@@ -50,7 +51,7 @@ async def _owned(request: Request, session: ConsoleSession) -> cl.ListInfo | Non
     if list_id > MAX_ID:
         return None
     account_id = session.account_id
-    return await appliance_of(request).store.readers.run(
+    return await parts_of(request).runtime.store.readers.run(
         lambda c: cl.get_list(c, account_id, list_id))
 
 
@@ -59,7 +60,7 @@ def _missing(request: Request, session: ConsoleSession) -> Response:
 
 
 async def list_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     list_id: int = request.path_params["list_id"]
     query = request.query_params.get("q", "").strip()[:MAX_QUERY]
     after = _int_param(request, "after")
@@ -92,7 +93,7 @@ async def export_csv(request: Request, session: ConsoleSession, form: FormData) 
     info = await _owned(request, session)
     if info is None:
         return _missing(request, session)
-    store = appliance_of(request).store
+    store = parts_of(request).runtime.store
     list_id = info.id
 
     async def body() -> AsyncIterator[bytes]:
@@ -132,7 +133,7 @@ def _contact_id(source: Any) -> int | None:
 
 
 async def _contact(request: Request, info: cl.ListInfo, contact_id: int) -> cl.Contact | None:
-    return await appliance_of(request).store.readers.run(
+    return await parts_of(request).runtime.store.readers.run(
         lambda c: cl.get_contact(c, info.id, contact_id))
 
 
@@ -146,7 +147,7 @@ async def confirm_delete(request: Request, session: ConsoleSession, form: FormDa
         contact = await _contact(request, info, contact_id)
         if contact is None:
             return refusal(request, session, 404, "not_found", "That contact is not in the list.")
-    busy = None if contact is not None else await appliance_of(request).store.readers.run(
+    busy = None if contact is not None else await parts_of(request).runtime.store.readers.run(
         lambda c: cl.busy_with(c, info.id))
     return page(request, "list_delete.html", session, title=f"Delete from {info.name}",
                 info=info, contact=contact, busy=busy, changed_from=None)
@@ -156,7 +157,7 @@ async def delete(request: Request, session: ConsoleSession, form: FormData) -> R
     info = await _owned(request, session)
     if info is None:
         return _missing(request, session)
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     store = appliance.store
     account_id = session.account_id
     contact_id = _contact_id(form)

@@ -27,11 +27,12 @@ from appliance.optout.checks import check_msisdn, check_reason, search_terms
 from appliance.optout.suppression_import import MAX_BYTES, MAX_LINES
 from appliance.optout.suppression_requests import import_suppressions
 from appliance.refusals import Refused
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.web.errors import ascii_int, refusal_status
 from appliance.web.optout_json import import_summary_json, inbound_json, suppression_json
-from appliance.web.pages.guard import appliance_of, console_page
+from appliance.web.pages.guard import console_page
 from appliance.web.pages.render import page, when
+from appliance.web.parts import parts_of
 from appliance.web.session import ConsoleSession
 
 PAGE_SIZE = 50
@@ -57,7 +58,7 @@ async def _suppressions_page(request: Request, session: ConsoleSession, status: 
                              error: str = "", notice: str = "",
                              summary: dict[str, Any] | None = None,
                              values: dict[str, str] | None = None) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     query = request.query_params.get("q", "")
     try:
         exact, contains = search_terms(appliance.settings, query)
@@ -89,7 +90,7 @@ async def suppressions_page(request: Request, session: ConsoleSession,
 
 
 async def add_one(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     values = {"msisdn": _field(form, "msisdn"), "reason": _field(form, "reason")}
     try:
         msisdn = check_msisdn(appliance.settings, values["msisdn"])
@@ -123,7 +124,7 @@ async def _upload(form: FormData) -> bytes:
 
 
 async def import_list(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     raw_region = _field(form, "region")
     try:
         payload = await _upload(form)
@@ -137,7 +138,7 @@ async def import_list(request: Request, session: ConsoleSession, form: FormData)
 
 async def remove_confirm(request: Request, session: ConsoleSession,
                          form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     entry = await _entry(appliance, session, request.query_params.get("msisdn", ""))
     if entry is None:
         return await _suppressions_page(request, session, 404,
@@ -146,7 +147,7 @@ async def remove_confirm(request: Request, session: ConsoleSession,
                 entry=suppression_json(entry))
 
 
-async def _entry(appliance: Appliance, session: ConsoleSession,
+async def _entry(appliance: Runtime, session: ConsoleSession,
                  raw: str) -> sup.Suppression | None:
     found = normalise_msisdn(raw, appliance.settings.imports.default_region)
     if isinstance(found, Invalid):
@@ -156,7 +157,7 @@ async def _entry(appliance: Appliance, session: ConsoleSession,
 
 
 async def remove(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     found = normalise_msisdn(_field(form, "msisdn"), appliance.settings.imports.default_region)
     if isinstance(found, Invalid):
         return await _suppressions_page(request, session, 422, "That is not a phone number.")
@@ -171,7 +172,7 @@ async def remove(request: Request, session: ConsoleSession, form: FormData) -> R
 
 
 async def inbound_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     query = request.query_params.get("q", "").strip()
     stops = request.query_params.get("stops", "") == "1"
     msisdn: str | None = None
@@ -190,7 +191,7 @@ async def inbound_page(request: Request, session: ConsoleSession, form: FormData
                                 last, listed.more))
 
 
-def _upload_limit(appliance: Appliance) -> int:
+def _upload_limit(appliance: Runtime) -> int:
     return MAX_BYTES + 16 * 1024
 
 

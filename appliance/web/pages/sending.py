@@ -21,8 +21,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.clock import iso
+from appliance.disk import below_reserve
 from appliance.imports.import_job import list_jobs, list_lists, list_summary
-from appliance.ops.storage import below_reserve
 from appliance.refusals import Malformed, Refused
 from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
@@ -47,8 +47,9 @@ from appliance.sending.message_requests import queue_message
 from appliance.store.connection import Connection
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, refusal_status
 from appliance.web.pages.chart import state_bar_svg, state_groups
-from appliance.web.pages.guard import appliance_of, console_page, refusal
+from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
+from appliance.web.parts import parts_of
 from appliance.web.sending_json import campaign_json
 from appliance.web.session import ConsoleSession
 
@@ -71,7 +72,7 @@ def _form_key(form: FormData) -> str:
 
 async def _send_page(request: Request, session: ConsoleSession, status: int = 200,
                      error: str = "", values: dict[str, str] | None = None) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     account_id = session.account_id
     lists, recent = await appliance.store.readers.run(
         lambda c: (list_lists(c, account_id), camp.list_campaigns(c, account_id, limit=20)))
@@ -91,7 +92,7 @@ async def send_form(request: Request, session: ConsoleSession, form: FormData) -
 
 
 def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, Any]:
-    settings = appliance_of(request).settings
+    settings = parts_of(request).runtime.settings
     provider = check_provider(settings, _field(form, "provider") or None)
     out: dict[str, Any] = {
         "body": check_body(settings, _field(form, "body"), provider),
@@ -127,7 +128,7 @@ def _values(form: FormData) -> dict[str, str]:
 
 
 async def send_message(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     try:
         key = _form_key(form)
         checked = _checked(request, form, need_to=True)
@@ -135,7 +136,8 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
                          body=checked["body"], provider=checked["provider"],
                          idempotency_key=key, turkish=appliance.settings.provider(
                              checked["provider"]).turkish_to(checked["to"]))
-        accepted = await queue_message(appliance, new)
+        accepted = await queue_message(appliance, new,
+                                       wake_sender=parts_of(request).sender.wake)
     except Refused as exc:
         if exc.error == "idempotency_key_reused":
             return await _send_page(request, session, 409, "This form was already used for"
@@ -148,7 +150,7 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
 
 async def confirm_campaign(request: Request, session: ConsoleSession,
                            form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     name = _field(form, "list").strip()
     try:
         key = _form_key(form)
@@ -198,7 +200,7 @@ def _schedule(checked: dict[str, Any]) -> dict[str, Any]:
 
 
 async def create_campaign(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     name = _field(form, "list").strip()
     expected_raw = _field(form, "expected")
     try:
@@ -222,7 +224,8 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
                                provider=checked["provider"], body=checked["body"],
                                idempotency_key=key, send_at=checked["send_at"],
                                window=checked["window"], planned_parts=plan.parts)
-        campaign, _ = await start_campaign(appliance, new, expected_contacts=expected)
+        campaign, _ = await start_campaign(appliance, new, expected_contacts=expected,
+                                           wake_expansion=parts_of(request).campaigns.wake)
     except Refused as exc:
         if exc.error == "list_changed":
             summary = {"name": name, "contacts": exc.extra["contacts"]}
@@ -243,12 +246,12 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
 
 async def campaign_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
     campaign_id: int = request.path_params["campaign_id"]
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     progress = await read_progress(appliance, campaign_id, session.account_id) \
         if campaign_id <= MAX_ID else None
     if progress is None:
         return refusal(request, session, 404, "not_found", "There is no such campaign.")
-    data = campaign_json(progress, campaign_rate(appliance, campaign_id))
+    data = campaign_json(progress, campaign_rate(parts_of(request).sender, campaign_id))
     phase, refresh_s = campaign_phase(data)
     groups = state_groups(data["counts"], data["total"])
     return page(request, "campaign.html", session, title=f"Campaign {campaign_id}",

@@ -21,13 +21,13 @@ from appliance.users import User, absent_user_hash, user_for_sign_in, verify_pas
 from appliance.web.errors import ApiError
 from appliance.web.pages.guard import (
     SMALL_FORM_BYTES,
-    appliance_of,
     console_page,
     read_form,
     safe_next,
 )
 from appliance.web.pages.render import page
-from appliance.web.pages.sign_in_guard import clear_failures, sign_in_guard, user_key
+from appliance.web.pages.sign_in_guard import clear_failures, user_key
+from appliance.web.parts import parts_of
 from appliance.web.session import (
     CSRF_FIELD,
     SESSION_COOKIE,
@@ -48,8 +48,8 @@ async def _sign_in_page(request: Request, status: int = 200, error: str = "",
                         name: str = "", next_path: str = "/", retry_after: int = 0
                         ) -> Response:
     """The form, always with a fresh token (in the page and in its cookie)."""
-    appliance = appliance_of(request)
-    token = (await sign_in_guard(appliance)).tokens.issue(appliance.now_ms())
+    parts = parts_of(request)
+    token = (await parts.sign_in_guard.tokens()).issue(parts.runtime.now_ms())
     response = page(request, "login.html", None, status=status, sign_in_csrf=token,
                     error=error, name=name, next_path=next_path)
     set_sign_in_cookie(response, request, token)
@@ -90,8 +90,8 @@ async def login_submit(request: Request) -> Response:
     next_path = safe_next(_field(form, "next"))
     name = _field(form, "username").strip()
     password = _field(form, "password")
-    appliance = appliance_of(request)
-    guard = await sign_in_guard(appliance)
+    parts = parts_of(request)
+    appliance, guard = parts.runtime, parts.sign_in_guard
     if not await guard.redeem(request.cookies.get(SIGN_IN_COOKIE, ""),
                               _field(form, CSRF_FIELD)):
         return await _sign_in_page(request, 403, "The sign-in form expired. Please try again.",
@@ -132,7 +132,7 @@ async def _logout_page(request: Request, session: ConsoleSession, form: FormData
 
 
 async def _logout(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     token = request.cookies.get(SESSION_COOKIE, "")
     await appliance.store.writer.run(lambda c: end_session(c, token))
     response = RedirectResponse("/login", status_code=303)

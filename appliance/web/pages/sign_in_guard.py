@@ -38,7 +38,7 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 
 FREE_FAILURES_PER_USER = 3
@@ -187,17 +187,32 @@ class SignInTokens:
 
 
 class SignInGuard:
-    """The guard as one process sees it: its own hashing bound, the shared rest."""
+    """The guard as one process sees it: its own hashing bound, the shared rest.
 
-    def __init__(self, appliance: Appliance, key: bytes) -> None:
+    Made with the other parts at the start; the tokens' key is read at the first
+    sign-in form (or made, once per database: two processes making it at once both get
+    the one stored first), so a start writes nothing for a console nobody opens."""
+
+    def __init__(self, appliance: Runtime) -> None:
         self.appliance = appliance
         self.hashing = HashingGate()
-        self.tokens = SignInTokens(key)
+        self._tokens: SignInTokens | None = None
+
+    async def tokens(self) -> SignInTokens:
+        """The form tokens, under the database's key."""
+        if self._tokens is None:
+            key = await self.appliance.store.readers.run(stored_form_key)
+            if key is None:  # the first sign-in form on this database
+                now = self.appliance.now_ms()
+                key = await self.appliance.store.writer.run(lambda c: form_key(c, now))
+            if self._tokens is None:
+                self._tokens = SignInTokens(key)
+        return self._tokens
 
     async def redeem(self, cookie: str, presented: str) -> bool:
         """Whether the form's token is one we issued, fresh, unused, and the cookie's."""
         now = self.appliance.now_ms()
-        found = self.tokens.check(cookie, presented, now)
+        found = (await self.tokens()).check(cookie, presented, now)
         if found is None:
             return False
         nonce, issued = found
@@ -217,15 +232,3 @@ class SignInGuard:
                 (address_key(address), FREE_FAILURES_PER_ADDRESS)]
         await self.appliance.store.writer.run(lambda c: record_failure(c, keys, now))
 
-
-async def sign_in_guard(appliance: Appliance) -> SignInGuard:
-    """This process's guard; the first call reads the tokens' key (or makes it, once
-    per database: two processes making it at once both get the one stored first)."""
-    if appliance.sign_in_guard is None:
-        key = await appliance.store.readers.run(stored_form_key)
-        if key is None:  # the first sign-in form on this database
-            now = appliance.now_ms()
-            key = await appliance.store.writer.run(lambda c: form_key(c, now))
-        if appliance.sign_in_guard is None:
-            appliance.sign_in_guard = SignInGuard(appliance, key)
-    return appliance.sign_in_guard

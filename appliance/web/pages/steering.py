@@ -29,8 +29,9 @@ from appliance.sending.campaign_requests import (
 from appliance.sending.message_requests import resolve_one
 from appliance.sending.refs import looks_like_ref
 from appliance.web.errors import refusal_status
-from appliance.web.pages.guard import appliance_of, console_page, refusal
+from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
+from appliance.web.parts import parts_of
 from appliance.web.sending_json import campaign_json
 from appliance.web.session import ConsoleSession
 
@@ -46,11 +47,11 @@ async def _campaign(request: Request, session: ConsoleSession) -> dict[str, obje
     campaign_id: int = request.path_params["campaign_id"]
     if campaign_id > MAX_ID:
         return None
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     progress = await read_progress(appliance, campaign_id, session.account_id)
     if progress is None:
         return None
-    return campaign_json(progress, campaign_rate(appliance, campaign_id))
+    return campaign_json(progress, campaign_rate(parts_of(request).sender, campaign_id))
 
 
 async def confirm(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -65,15 +66,16 @@ async def confirm(request: Request, session: ConsoleSession, form: FormData) -> 
 async def act(request: Request, session: ConsoleSession, form: FormData) -> Response:
     verb = request.path_params["verb"]
     campaign_id: int = request.path_params["campaign_id"]
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     if verb not in VERBS or campaign_id > MAX_ID:
         return refusal(request, session, 404, "not_found", "There is no such campaign.")
     try:
         if verb in CONTROLS:
-            await control_campaign(appliance, campaign_id, session.account_id, verb)
+            await control_campaign(appliance, parts_of(request).sender, campaign_id,
+                                   session.account_id, verb)
         else:
             await resolve_all(appliance, campaign_id, session.account_id, verb,
-                              console_actor(session))
+                              console_actor(session), wake_sender=parts_of(request).sender.wake)
     except Refused as exc:
         return refusal(request, session, refusal_status(exc), exc.error, exc.message)
     return RedirectResponse(f"/campaigns/{campaign_id}?done={verb}", status_code=303)
@@ -85,8 +87,8 @@ async def resolve_message(request: Request, session: ConsoleSession, form: FormD
     if not looks_like_ref(ref) or action not in resolution.ACTIONS:
         return refusal(request, session, 404, "not_found", "There is no such message.")
     try:
-        await resolve_one(appliance_of(request), ref, session.account_id, str(action),
-                          console_actor(session))
+        await resolve_one(parts_of(request).runtime, ref, session.account_id, str(action),
+                          console_actor(session), wake_sender=parts_of(request).sender.wake)
     except Refused as exc:
         return refusal(request, session, refusal_status(exc), exc.error, exc.message)
     return RedirectResponse(f"/messages?q={ref}&resolved={action}", status_code=303)

@@ -18,11 +18,11 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.store.connection import Connection
-from appliance.web.pages.guard import appliance_of, console_page
+from appliance.web.pages.guard import console_page
 from appliance.web.pages.render import page
+from appliance.web.parts import parts_of
 from appliance.web.session import ConsoleSession
-from appliance.webhooks.delivery import LOOP
-from appliance.webhooks.outbox import Gate, outbox_health, try_now, waiting_events
+from appliance.webhooks.outbox import outbox_health, try_now, waiting_events
 
 SHOWN = 100
 
@@ -39,7 +39,7 @@ def shown_url(url: str | None) -> str:
 
 
 async def webhooks_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
+    appliance = parts_of(request).runtime
     now = appliance.now_ms()
 
     def read(c: Connection) -> dict[str, Any]:
@@ -54,12 +54,11 @@ async def webhooks_page(request: Request, session: ConsoleSession, form: FormDat
 
 
 async def retry(request: Request, session: ConsoleSession, form: FormData) -> Response:
-    appliance = appliance_of(request)
-    now = appliance.now_ms()
-    await appliance.store.writer.run(lambda c: try_now(c, now))
-    if appliance.webhooks is not None:
-        appliance.webhooks.gate = Gate()
-        appliance.scheduler.wake(LOOP)
+    parts = parts_of(request)
+    now = parts.runtime.now_ms()
+    await parts.runtime.store.writer.run(lambda c: try_now(c, now))
+    if parts.webhooks is not None:
+        parts.webhooks.try_now()
     return RedirectResponse("/webhooks?retried", status_code=303)
 
 

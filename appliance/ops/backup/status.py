@@ -12,7 +12,7 @@ import logging
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from appliance.ops.fsync import write_json_durably
+from appliance.ops.backup.fsync import write_json_durably
 
 log = logging.getLogger("appliance.backup")
 STATUS_FILE = "backup-status.json"

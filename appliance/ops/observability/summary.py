@@ -15,7 +15,7 @@ from typing import Any
 
 from appliance.clock import iso
 from appliance.config import Settings
-from appliance.ops.alerts import ops_alerts
+from appliance.ops.observability.alerts import ops_alerts
 from appliance.reports.alerts import alerts_from, evaluate
 from appliance.reports.coverage import (
     as_json,

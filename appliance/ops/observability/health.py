@@ -5,7 +5,7 @@
 * ``database``: a tiny write unit commits within a few seconds (the writer is alive
   and the disk takes writes);
 * ``storage``: the data dir's disk has at least ``[storage] min_free_bytes`` free
-  (below it imports and campaigns are refused, see :mod:`appliance.ops.storage`);
+  (below it imports and campaigns are refused, see :mod:`appliance.disk`);
 * ``scheduler``: every loop is running and none has spent over 15 minutes in one
   step;
 * ``backup``: when scheduled backups are on, the last one succeeded and is not older
@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from appliance.ops.alerts import backup_alert
-from appliance.ops.storage import below_reserve, free_bytes
-from appliance.service import Appliance
+from appliance.ops.observability.alerts import backup_alert
+from appliance.disk import below_reserve, free_bytes
+from appliance.providers.registry import Providers
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 
 WRITE_TIMEOUT_S = 5.0
@@ -51,7 +52,7 @@ def _probe(now_ms: int) -> Any:
     return unit
 
 
-async def database_check(appliance: Appliance) -> Check:
+async def database_check(appliance: Runtime) -> Check:
     try:
         await asyncio.wait_for(appliance.store.writer.run(_probe(appliance.now_ms())),
                                WRITE_TIMEOUT_S)
@@ -62,7 +63,7 @@ async def database_check(appliance: Appliance) -> Check:
     return Check("database", True, "writable")
 
 
-def storage_check(appliance: Appliance) -> Check:
+def storage_check(appliance: Runtime) -> Check:
     refusal = below_reserve(appliance.settings)
     if refusal is not None:
         return Check("storage", False, refusal)
@@ -71,7 +72,7 @@ def storage_check(appliance: Appliance) -> Check:
                                   f" {appliance.settings.storage.min_free_bytes})")
 
 
-def scheduler_check(appliance: Appliance) -> Check:
+def scheduler_check(appliance: Runtime) -> Check:
     scheduler = appliance.scheduler
     loops = scheduler.heartbeats()
     if not loops:
@@ -87,16 +88,16 @@ def scheduler_check(appliance: Appliance) -> Check:
     return Check("scheduler", True, f"{len(loops)} loops alive")
 
 
-def backup_check(appliance: Appliance) -> Check:
+def backup_check(appliance: Runtime) -> Check:
     alert = backup_alert(appliance.settings, appliance.now_ms())
     return Check("backup", not alert.firing, alert.message)
 
 
-def session_checks(appliance: Appliance) -> list[Check]:
+def session_checks(providers: Providers) -> list[Check]:
     """One advisory check per provider whose transport is a session, whatever protocol
     it speaks, named ``KIND:NAME`` (``smpp:smsc``)."""
     out = []
-    for name, (provider, transport) in sorted(appliance.providers.sessions().items()):
+    for name, (provider, transport) in sorted(providers.sessions().items()):
         st = transport.state()
         if st.bound:
             since = datetime.fromtimestamp((st.bound_since_ms or 0) / 1000, UTC)
@@ -110,6 +111,6 @@ def session_checks(appliance: Appliance) -> list[Check]:
     return out
 
 
-async def readiness(appliance: Appliance) -> list[Check]:
+async def readiness(appliance: Runtime, providers: Providers) -> list[Check]:
     return [await database_check(appliance), storage_check(appliance),
-            scheduler_check(appliance), backup_check(appliance), *session_checks(appliance)]
+            scheduler_check(appliance), backup_check(appliance), *session_checks(providers)]

@@ -2,7 +2,7 @@
 
 Reads the database through a read-only connection, in one read transaction, so it
 works beside a running server and its figures agree with each other. Prints what
-the dashboard shows, from the same read unit (:func:`appliance.reports.summary.summary`):
+the dashboard shows, from the same read unit (:func:`appliance.ops.observability.summary.summary`):
 the settled window's coverage beside delivery rate, the live figures of the last
 hours, inbox health, overdue messages, open messages by hour of creation and the
 alerts; the exit status is 1 when an alert holds (so cron and monitoring can use
@@ -16,7 +16,7 @@ from typing import Any
 
 from appliance.clock import Clock
 from appliance.config import Settings
-from appliance.reports.summary import summary
+from appliance.ops.observability.summary import summary
 from appliance.store.readers import in_snapshot
 from appliance.store.schema import open_connection
 

@@ -33,7 +33,7 @@ import apsw
 
 from appliance import __version__
 from appliance.clock import iso
-from appliance.ops.fsync import replace_durably, write_json_durably
+from appliance.ops.backup.fsync import replace_durably, write_json_durably
 from appliance.store.schema import user_version
 
 log = logging.getLogger("appliance.backup")

@@ -19,7 +19,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from appliance.logs import request_id, sampled_line
-from appliance.ops.metrics import Metrics
+from appliance.ops.observability.metrics import Metrics
 
 log = logging.getLogger("appliance.http")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")

@@ -14,7 +14,7 @@ report alerts, so ``/api/stats``, metrics and the webhook treat all six alike.
 from __future__ import annotations
 
 from appliance.config import Settings
-from appliance.ops.backup_status import read_status
+from appliance.ops.backup.status import read_status
 from appliance.reports.alerts import Alert
 from appliance.store.connection import Connection
 from appliance.webhooks.outbox import outbox_health

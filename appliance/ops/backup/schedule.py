@@ -1,7 +1,7 @@
 """Scheduled backups: every ``[backup] interval_hours``, keeping the newest ``keep``.
 
 The ``backups`` loop takes a backup when the last good one (by anyone, see
-:mod:`appliance.ops.backup_status`) is older than the interval, into
+:mod:`appliance.ops.backup.status`) is older than the interval, into
 ``[backup] dir`` (default ``<data_dir>/backups``) as ``appliance-<UTC time>.db`` with
 its manifest, then deletes the oldest beyond ``keep`` (each backup first removes
 any temporary copy a killed backup process left in its directory). A failure is
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from appliance.ops.backup import BackupFailed, manifest_path_for, take_backup
-from appliance.ops.backup_status import read_status, record_failure, record_success
-from appliance.service import Appliance
+from appliance.ops.backup.snapshot import BackupFailed, manifest_path_for, take_backup
+from appliance.ops.backup.status import read_status, record_failure, record_success
+from appliance.runtime import Runtime
 
 log = logging.getLogger("appliance.backup")
 LOOP = "backups"
@@ -28,7 +28,7 @@ MAX_SLEEP_S = 60.0
 PREFIX = "appliance-"
 
 
-def backup_dir(appliance: Appliance) -> Path:
+def backup_dir(appliance: Runtime) -> Path:
     configured = appliance.settings.backup.dir
     return Path(configured) if configured else appliance.settings.data_dir / "backups"
 
@@ -49,7 +49,7 @@ def prune_backups(directory: Path, keep: int) -> list[Path]:
 
 
 class ScheduledBackups:
-    def __init__(self, appliance: Appliance) -> None:
+    def __init__(self, appliance: Runtime) -> None:
         self.appliance = appliance
         self.taken = 0
 
@@ -89,7 +89,7 @@ class ScheduledBackups:
         return min(max(self.due_in_s(self.appliance.now_ms()), 0.05), MAX_SLEEP_S)
 
 
-def install(appliance: Appliance) -> None:
+def install(appliance: Runtime) -> None:
     if appliance.settings.backup.interval_hours <= 0:
         return
     if appliance.on_postgresql:  # PostgreSQL's backups are its own (docs/operations.md)

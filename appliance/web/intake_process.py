@@ -42,15 +42,15 @@ from typing import Any
 
 import anyio.to_thread
 
-from appliance.ops.metrics import metrics_for
+from appliance.ops.observability.metrics import Metrics
 from appliance.reports.apply import Receipt, receive
 from appliance.reports.inbox import InboxReport, RawCallback
 from appliance.reports.intake_link import frame, frames
-from appliance.service import Appliance
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS
 from appliance.store.writer import WriterClosed
-from appliance.web.callbacks import note_receipt
+from appliance.web.callback_check import note_receipt
 from appliance.web.intake_app import serve_intake
 
 log = logging.getLogger("appliance.callbacks")
@@ -137,9 +137,10 @@ def store_batch(conn: Connection, batch: list[Callback], now_ms: int
 class ReportIntake:
     """The intake process and the server's end of its link."""
 
-    def __init__(self, appliance: Appliance, listening: socket.socket,
+    def __init__(self, appliance: Runtime, metrics: Metrics, listening: socket.socket,
                  log_file: Path | None = None, secrets: list[str] | None = None) -> None:
         self.appliance = appliance
+        self.metrics = metrics
         self.listening = listening
         self.log_file = log_file
         self.secrets = secrets or []
@@ -248,7 +249,7 @@ class ReportIntake:
 
     def _observe(self, batch: list[Callback], drain: _Drain) -> None:
         """The metrics of what a unit took from the link (here, not in the writer)."""
-        metrics = metrics_for(self.appliance)
+        metrics = self.metrics
         for _, name, _, _, _, signed_age_s in batch:
             if signed_age_s is not None:
                 metrics.observe_signed_report_age(name, signed_age_s)
@@ -311,11 +312,10 @@ def _terminate(process: Any) -> None:
             os.kill(process.pid, signal.SIGTERM)
 
 
-def install(appliance: Appliance, listening: socket.socket, log_file: Path | None,
-            secrets: list[str]) -> ReportIntake:
-    """The report intake (its typed home: ``appliance.report_intake``), started with
-    the appliance and stopped before its writer."""
-    intake = ReportIntake(appliance, listening, log_file, secrets)
-    appliance.report_intake = intake
-    appliance.on_stop(intake.stop)
+def install(runtime: Runtime, metrics: Metrics, listening: socket.socket,
+            log_file: Path | None, secrets: list[str]) -> ReportIntake:
+    """The report intake, started with the server (:meth:`ReportIntake.start`) and
+    stopped before its writer."""
+    intake = ReportIntake(runtime, metrics, listening, log_file, secrets)
+    runtime.on_stop(intake.stop)
     return intake

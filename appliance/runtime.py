@@ -1,27 +1,23 @@
-"""The app object: settings, clock, store, scheduler and the parts they share.
+"""The runtime: settings, clock, store, scheduler and the singleton helper.
 
-``Appliance`` is what the CLI builds and what the HTTP layer and the loops share.
-``open()`` migrates and starts the writer; the composition root
-(:func:`appliance.server.assemble`) registers the parts' loops; ``start()`` (inside the
-event loop) starts the scheduler; ``stop()`` lets the loops finish their step;
-``close()`` flushes the writer and closes every connection.
-
-The parts that others read from have typed homes here (``providers``, ``sender``,
-``smpp``, ``import_worker``, ``report_intake``, ``metrics``, ``body_budget``,
-``sign_in_guard``, ``webhooks``): set by whoever builds them, ``None`` until then.
+A :class:`Runtime` is what every part is built over and what a command-line command
+opens. It knows nothing of the domain (imports, sending, reports, providers...): each
+part's ``install(runtime, ...)`` builds the part over it and returns it, and the
+composition root (:func:`appliance.server.assemble`) holds the parts. ``open()``
+migrates and starts the writer; ``start()`` (inside the event loop) starts the
+scheduler; ``stop()`` lets the loops finish their step and runs the parts' stops;
+``close()`` runs the parts' closes, flushes the writer and closes every connection.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
 from appliance.clock import Clock
 from appliance.config import Settings, ensure_data_dir
-from appliance.providers.registry import Providers
 from appliance.scheduler import Scheduler, Step
 from appliance.store import Store
 from appliance.store.connection import Connection
@@ -29,33 +25,16 @@ from appliance.store.errors import StorageUnavailable
 from appliance.store.owner import Liveness
 from appliance.store.singleton import Singleton, one_at_a_time
 
-if TYPE_CHECKING:
-    from appliance.imports.worker import ImportWorker
-    from appliance.ops.metrics import Metrics
-    from appliance.reports.intake import ReportIntake
-    from appliance.sending.sender import Sender
-    from appliance.smpp.lifecycle import SmppSessions
-    from appliance.web.bodies import BodyBudget
-    from appliance.web.pages.sign_in_guard import SignInGuard
-    from appliance.webhooks.delivery import WebhookDelivery
-
 log = logging.getLogger("appliance")
 
-class Appliance:
+class Runtime:
+    """What every part shares, and nothing of any part."""
+
     def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
         self.settings = settings
         self.clock = clock or Clock.from_env()
         self.scheduler = Scheduler()
         self._store: Store[Connection] | None = None
-        self.providers = Providers(settings, now_ms=self.now_ms)
-        self.sender: Sender | None = None
-        self.smpp: SmppSessions | None = None
-        self.import_worker: ImportWorker | None = None
-        self.report_intake: ReportIntake | None = None  # [reports] intake_port's process
-        self.metrics: Metrics | None = None
-        self.body_budget: BodyBudget | None = None
-        self.sign_in_guard: SignInGuard | None = None
-        self.webhooks: WebhookDelivery | None = None
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._on_close: list[Callable[[], None]] = []
         self.liveness: Liveness | None = None  # PostgreSQL: this process's lock (store.owner)
@@ -63,7 +42,7 @@ class Appliance:
     @property
     def store(self) -> Store[Connection]:
         if self._store is None:
-            raise RuntimeError("appliance is not open")
+            raise RuntimeError("the runtime is not open")
         return self._store
 
     def now_ms(self) -> int:
@@ -90,7 +69,7 @@ class Appliance:
 
         return leading
 
-    def open(self, *, serving: bool = True) -> Appliance:
+    def open(self, *, serving: bool = True) -> Runtime:
         """Open the store. ``serving`` is false for a command-line command: on
         PostgreSQL it then leaves the status webhooks' triggers as the servers made them
         (a command's settings need not name ``[webhooks]``; its ``false`` must not turn

@@ -32,14 +32,14 @@ from pathlib import Path
 
 import apsw
 
-from appliance.ops.backup import (
+from appliance.ops.backup.fsync import fsync_dir, fsync_file, write_json_durably
+from appliance.ops.backup.snapshot import (
     inside_data_dir,
     integrity_problems,
     manifest_path_for,
     sha256_file,
     table_row_counts,
 )
-from appliance.ops.fsync import fsync_dir, fsync_file, write_json_durably
 from appliance.store.lock import DataDirLock, DataDirLocked
 from appliance.store.schema import SCHEMA_VERSION, user_version
 

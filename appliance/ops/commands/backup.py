@@ -1,17 +1,16 @@
-"""What ``appliance backup``, ``appliance restore`` and ``appliance config check`` do."""
+"""What ``appliance backup`` and ``appliance restore`` do."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from appliance.clock import Clock
-from appliance.config import Settings, masked
-from appliance.ops.backup import BackupFailed, BackupRefused, take_backup
-from appliance.ops.backup_status import record_failure, record_success
-from appliance.ops.restore import RestoreRefused, restore
+from appliance.config import Settings
+from appliance.ops.backup.restore import RestoreRefused, restore
+from appliance.ops.backup.snapshot import BackupFailed, BackupRefused, take_backup
+from appliance.ops.backup.status import record_failure, record_success
 
 POSTGRESQL_BACKUPS = (
     "the data is in PostgreSQL (database_url), whose backups are its own: pg_dump for a"
@@ -51,7 +50,3 @@ def run_restore(settings: Settings, src: Path) -> None:
     click.echo(f"restored {src} into {result.db_path} ({rows} rows, schema version"
                f" {result.schema_version}){aside}")
 
-
-def print_config(settings: Settings) -> None:
-    """The effective settings (defaults < file < environment < flags), secrets masked."""
-    click.echo(json.dumps(masked(settings), indent=2, sort_keys=False))

@@ -1,6 +1,6 @@
 """Prometheus metrics (``GET /metrics``), with ``prometheus-client``.
 
-A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
+A :class:`Metrics` per process holds its own ``CollectorRegistry``:
 
 * live instruments, updated as things happen: HTTP requests by route template, method
   and status (and their duration), the writer's commit latency, and the age of each
@@ -15,7 +15,10 @@ A :class:`Metrics` per appliance holds its own ``CollectorRegistry``:
   the edge (EDGE-1, 2, 4): open connections, what the edge refused, request bodies held,
   free disk space; and each SMPP session (:mod:`appliance.smpp.metrics`).
 
-Scrapes run in a worker thread (the collector does blocking reads).
+Scrapes run in a worker thread (the collector does blocking reads). The live
+instruments are made with :class:`Metrics`; the collector reads the running parts
+(:class:`~appliance.ops.observability.sources.Sources`) and is registered by
+:func:`appliance.ops.observability.install.install`.
 """
 
 from __future__ import annotations
@@ -37,14 +40,18 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from appliance import __version__
-from appliance.ops.alerts import ops_alerts
-from appliance.ops.backup_status import read_status
+from appliance.ops.observability.alerts import ops_alerts
+from appliance.config import Settings
+from appliance.disk import free_bytes
+from appliance.ops.backup.status import read_status
 from appliance.optout.suppressions import SOURCES
 from appliance.providers.registry import KINDS
 from appliance.providers.transport import SessionTransport
 from appliance.reports.alerts import Alert, alerts_from
 from appliance.reports.coverage import coverage, inbox_health, overdue
-from appliance.service import Appliance
+from appliance.ops.observability.sources import Sources
+from appliance.providers.registry import Providers
+from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 from appliance.store.rollups import counts
 from appliance.webhooks.outbox import OutboxHealth, outbox_health
@@ -81,12 +88,11 @@ def _grouped(conn: Connection, sql: str) -> dict[str, int]:
     return {str(k): int(v) for k, v in conn.execute(sql)}
 
 
-def read_snapshot(conn: Connection, appliance: Appliance, now_ms: int) -> DbSnapshot:
+def read_snapshot(conn: Connection, settings: Settings, now_ms: int) -> DbSnapshot:
     """Every number of one scrape (a read unit: one snapshot, see ``store.readers``).
 
     Counts come from the kept counts (:mod:`appliance.store.rollups`), never from a
     scan, and the alerts from the figures already read."""
-    settings = appliance.settings
     a = settings.alerts
     reports = counts(conn, "report_inbox")
     raw = counts(conn, "raw_reports")
@@ -132,9 +138,9 @@ def _by(name: str, doc: str, label: str, values: dict[str, int],
     return g
 
 
-def _unreached(appliance: Appliance) -> Iterator[Metric]:
+def _unreached(sources: Sources) -> Iterator[Metric]:
     """Providers the sender cannot reach now (their messages wait, none is given up)."""
-    lanes = appliance.sender.lanes if appliance.sender is not None else {}
+    lanes = sources.sender.lanes
     tries = GaugeMetricFamily(
         "appliance_provider_unreached_tries",
         "Submissions in a row that could not reach the provider (0: reached).",
@@ -147,11 +153,13 @@ def _unreached(appliance: Appliance) -> Iterator[Metric]:
 class ApplianceCollector(Collector):
     """Numbers read at scrape time."""
 
-    def __init__(self, appliance: Appliance) -> None:
+    def __init__(self, appliance: Runtime, sources: Sources) -> None:
         self.appliance = appliance
+        self.sources = sources
 
     def collect(self) -> Iterator[Metric]:
         appliance = self.appliance
+        sources = self.sources
         writer = appliance.store.writer
         stats = writer.stats
         yield _gauge("appliance_writer_queue_depth", "Write units waiting for the writer.",
@@ -165,15 +173,14 @@ class ApplianceCollector(Collector):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], float(value))
             yield c
-        worker = appliance.import_worker
-        rate = worker.rate if worker is not None else None
+        rate = sources.import_worker.rate
         yield _gauge("appliance_import_rows_per_second",
                      "Import rows parsed and written per second, recent chunks.",
-                     rate.per_second if rate is not None else 0.0)
+                     rate.per_second)
         rows = CounterMetricFamily("appliance_import_rows", "Import rows processed.")
-        rows.add_metric([], float(rate.total_rows if rate is not None else 0))
+        rows.add_metric([], float(rate.total_rows))
         yield rows
-        intake = appliance.report_intake
+        intake = sources.report_intake
         if intake is not None:
             yield _gauge("appliance_report_intake_up",
                          "1 while the report intake's process is running.",
@@ -185,7 +192,7 @@ class ApplianceCollector(Collector):
             yield restarts
 
         now = appliance.now_ms()
-        snap = appliance.store.readers.call(lambda c: read_snapshot(c, appliance, now))
+        snap = appliance.store.readers.call(lambda c: read_snapshot(c, appliance.settings, now))
         yield _by("appliance_import_jobs", "Import jobs by state.", "state", snap.jobs,
                   ("DRAFT", "RUNNING", "DONE", "FAILED", "CANCELLED"))
         yield _by("appliance_messages", "Messages by state.", "state", snap.messages)
@@ -244,19 +251,19 @@ class ApplianceCollector(Collector):
         for name, age in sorted(appliance.scheduler.heartbeats().items()):
             beats.add_metric([name], age)
         yield beats
-        yield from _edge(appliance)
-        yield from _sessions(appliance)
-        yield from _unreached(appliance)
+        yield from _edge(appliance, sources)
+        yield from _sessions(sources.providers)
+        yield from _unreached(sources)
         info = GaugeMetricFamily("appliance_build_info", "The running version.",
                                  labels=["version"])
         info.add_metric([__version__], 1.0)
         yield info
 
 
-def _sessions(appliance: Appliance) -> Iterator[Metric]:
+def _sessions(providers: Providers) -> Iterator[Metric]:
     """Each session kind's families over its sessions, whatever protocol they speak."""
     by_kind: dict[str, dict[str, SessionTransport]] = {}
-    for name, (provider, transport) in appliance.providers.sessions().items():
+    for name, (provider, transport) in providers.sessions().items():
         by_kind.setdefault(provider.kind, {})[name] = transport
     for kind, transports in sorted(by_kind.items()):
         families = KINDS[kind].metrics
@@ -290,30 +297,26 @@ def _webhooks(health: OutboxHealth) -> Iterator[Metric]:
                  None if health.last_success_at is None else health.last_success_at / 1000)
 
 
-def _edge(appliance: Appliance) -> Iterator[Metric]:
-    from appliance.ops.storage import free_bytes
-    from appliance.web.edge import STATS
-
-    intake = appliance.report_intake.edge if appliance.report_intake is not None else None
+def _edge(appliance: Runtime, sources: Sources) -> Iterator[Metric]:
+    edge = sources.edge
+    intake = sources.report_intake.edge if sources.report_intake is not None else None
     yield _gauge("appliance_http_connections_open", "Open HTTP connections.",
-                 STATS.open_connections + (intake.open_connections if intake else 0))
+                 edge.open_connections + (intake.open_connections if intake else 0))
     refused = CounterMetricFamily("appliance_http_edge_refusals",
                                   "Requests and connections the edge refused or closed, by"
                                   " reason.", labels=["reason"])
-    counts = STATS.refused + (intake.refused if intake else collections.Counter())
+    counts = edge.refused + (intake.refused if intake else collections.Counter())
     for reason in sorted({"idle_timeout", "request_timeout", "headers_too_large",
                           "bad_request", *counts}):
         refused.add_metric([reason], float(counts[reason]))
     yield refused
-    budget = appliance.body_budget
+    budget = sources.body_budget
     yield _gauge("appliance_http_body_bytes_held", "Bytes of request bodies held in memory.",
-                 (budget.held if budget is not None else 0)
-                 + (intake.body_bytes_held if intake else 0))
+                 budget.held + (intake.body_bytes_held if intake else 0))
     busy = CounterMetricFamily("appliance_http_body_budget_refusals",
                                "Requests refused 503 because bodies in flight filled"
                                " [http] max_inflight_body_bytes.")
-    busy.add_metric([], float(getattr(budget, "refused", 0)
-                              + (intake.budget_refused if intake else 0)))
+    busy.add_metric([], float(budget.refused + (intake.budget_refused if intake else 0)))
     yield busy
     try:
         free: int | None = free_bytes(appliance.settings.data_dir)
@@ -323,7 +326,10 @@ def _edge(appliance: Appliance) -> Iterator[Metric]:
 
 
 class Metrics:
-    def __init__(self, appliance: Appliance) -> None:
+    """This process's registry and its live instruments (made once, by the composition
+    root); :meth:`collect_from` adds the collector that reads the parts."""
+
+    def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.http_requests = Counter(
             "appliance_http_requests", "HTTP requests by route template, method and status.",
@@ -339,15 +345,13 @@ class Metrics:
             "Age of each authenticated report at arrival, from the time the provider signed"
             " into it (0 when that time is ahead of our clock).",
             ["provider"], buckets=REPORT_AGE_BUCKETS, registry=self.registry)
-        self.registry.register(ApplianceCollector(appliance))
-        self._observing = False
         self._by_request: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
-    def observe_writer(self, appliance: Appliance) -> None:
-        if not self._observing:
-            appliance.store.writer.commit_listeners.append(
-                lambda seconds, units: self.commit_seconds.observe(seconds))
-            self._observing = True
+    def collect_from(self, runtime: Runtime, sources: Sources) -> None:
+        """Read the parts at each scrape, and time the writer's commits."""
+        self.registry.register(ApplianceCollector(runtime, sources))
+        runtime.store.writer.commit_listeners.append(
+            lambda seconds, units: self.commit_seconds.observe(seconds))
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         key = (route, method, status)
@@ -365,8 +369,3 @@ class Metrics:
     async def exposition(self) -> bytes:
         return await anyio.to_thread.run_sync(generate_latest, self.registry)
 
-
-def metrics_for(appliance: Appliance) -> Metrics:
-    if appliance.metrics is None:
-        appliance.metrics = Metrics(appliance)
-    return appliance.metrics

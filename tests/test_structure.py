@@ -1,0 +1,137 @@
+"""The shape of the code: the packages form a stack and no modules import each other in
+a circle, type-only imports included (``if TYPE_CHECKING:`` blocks are read too).
+
+The stack, from the ground: the store and the plain helpers (config, clock, logs,
+scheduler, the neutral text and state modules); the runtime; the domain (imports,
+sending, reports, inbound, optout, webhooks, providers, smpp, and the loops beside
+them); operations (``ops``); the web layer; the server and the command line. An
+import may go down the stack or stay on its floor, never up. The imports read are a
+module's own statements, at module level (those inside a function run late, on
+purpose, for the cold start).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "appliance"
+DOMAIN = {"imports", "sending", "reports", "inbound", "optout", "webhooks", "providers",
+          "smpp", "retention", "offline", "simulator"}
+TOP = {"server", "cli", "demo", "__main__", "proxy"}  # proxy: a command and its output
+
+
+def floor(module: str) -> int:
+    """0 the ground, 1 the runtime, 2 the domain, 3 operations, 4 web, 5 server and CLI.
+
+    What is named nowhere here (the store, config, clock, logs, the scheduler, the
+    neutral text and state modules...) is the ground: it may import only the ground."""
+    top = module.split(".")[1] if "." in module else ""
+    if top == "runtime":
+        return 1
+    if top in DOMAIN:
+        return 2
+    if top in TOP:
+        return 5
+    return {"ops": 3, "web": 4}.get(top, 0)
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):  # if TYPE_CHECKING: and the like
+            yield from module_level(node.body)
+            yield from module_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            yield from module_level(node.body)
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    out: set[str] = set()
+    for node in module_level(ast.parse(path.read_text()).body):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+            continue
+        base = node.module or ""
+        if node.level:
+            package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+            anchor = package[:len(package) - node.level + 1]
+            base = ".".join(anchor + ([node.module] if node.module else []))
+        for alias in node.names:
+            full = f"{base}.{alias.name}"
+            out.add(full if full in known else base)
+    return {m for m in out if m in known and m != name}
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_another_in_a_circle() -> None:
+    assert circles(graph()) == []
+
+
+def test_every_import_goes_down_the_stack() -> None:
+    up = [f"{m} -> {d}" for m, deps in sorted(graph().items()) for d in sorted(deps)
+          if floor(d) > floor(m)]
+    assert up == []
+
+
+def test_the_runtime_knows_no_part() -> None:
+    edges = graph()
+    assert {d for d in edges["appliance.runtime"] if floor(d) > 1} == set()
+    assert {d for d in edges["appliance.scheduler"] if floor(d) > 0} == set()
+
+
+def test_a_circle_is_found_when_there_is_one() -> None:
+    """The finder itself: a loop of three is one group; a chain is none."""
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
