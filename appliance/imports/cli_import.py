@@ -27,6 +27,7 @@ import click
 from appliance.accounts import AccountChoice, choose_account
 from appliance.clock import iso
 from appliance.config import Settings
+from appliance.csv_export import csv_rows
 from appliance.imports.accept import check_list_name, check_region, count_payload_lines
 from appliance.imports.import_job import (
     ImportJob,
@@ -44,7 +45,6 @@ from appliance.imports.import_job import (
 from appliance.imports.worker import ImportWorker
 from appliance.offline import OfflineAppliance
 from appliance.refusals import Refused
-from appliance.web.csv_export import csv_rows
 
 
 def _bar(job: ImportJob, started: float) -> str:

@@ -10,9 +10,9 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from appliance.clock import iso
+from appliance.csv_export import csv_rows
 from appliance.imports.import_job import ImportJob, iter_rejects
 from appliance.runtime import Runtime
-from appliance.web.csv_export import csv_rows
 
 
 def job_json(job: ImportJob) -> dict[str, Any]:

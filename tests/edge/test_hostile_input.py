@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from appliance.web.csv_export import spreadsheet_safe
+from appliance.csv_export import spreadsheet_safe
 from tests.edge.support import edge_config, signed_callback
 from tests.harness import Server, create_account, db_rows, wait_for
 from tests.reports.support import post_report

@@ -24,7 +24,7 @@ import apsw
 import httpx
 import pytest
 
-from appliance.web.csv_export import spreadsheet_safe
+from appliance.csv_export import spreadsheet_safe
 from tests.harness import ROOT, Server, appliance_cmd, db_rows, free_port, wait_for
 from tests.imports.corpus import make_corpus
 from tests.web.console_support import PASSWORD, create_user

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from appliance.ops.observability.alerts import backup_alert
 from appliance.disk import below_reserve, free_bytes
+from appliance.ops.observability.alerts import backup_alert
 from appliance.providers.registry import Providers
 from appliance.runtime import Runtime
 from appliance.store.connection import Connection

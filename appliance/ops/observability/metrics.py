@@ -40,17 +40,16 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from appliance import __version__
-from appliance.ops.observability.alerts import ops_alerts
 from appliance.config import Settings
 from appliance.disk import free_bytes
 from appliance.ops.backup.status import read_status
+from appliance.ops.observability.alerts import ops_alerts
+from appliance.ops.observability.sources import Sources
 from appliance.optout.suppressions import SOURCES
-from appliance.providers.registry import KINDS
+from appliance.providers.registry import KINDS, Providers
 from appliance.providers.transport import SessionTransport
 from appliance.reports.alerts import Alert, alerts_from
 from appliance.reports.coverage import coverage, inbox_health, overdue
-from appliance.ops.observability.sources import Sources
-from appliance.providers.registry import Providers
 from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 from appliance.store.rollups import counts

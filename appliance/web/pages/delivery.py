@@ -76,7 +76,8 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
     alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"].replace("_", " "))}
               for a in stats["alerts"]]
     busy = stats["live"]["still_due"] > 0 or stats["inbox"]["waiting"] > 0
-    return {"stats": stats, "sessions": sessions_panel(parts_of(request).providers), "window_start": start,
+    return {"stats": stats, "sessions": sessions_panel(parts_of(request).providers),
+            "window_start": start,
             "window_end": end, "now": now,
             "chart": open_by_hour_svg(bars, start, now, settling_from_ms=end),
             "hours": sorted(bars, key=lambda b: b.hour_ms, reverse=True),

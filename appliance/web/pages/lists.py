@@ -27,10 +27,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from appliance.csv_export import spreadsheet_safe
 from appliance.imports import contact_lists as cl
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.store.connection import Connection
-from appliance.web.csv_export import spreadsheet_safe
 from appliance.web.errors import ascii_int
 from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
