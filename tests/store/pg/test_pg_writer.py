@@ -1,10 +1,10 @@
-"""The writer and readers on PostgreSQL: group commit, unit isolation, a resolved future
-means committed, one snapshot per read unit, a lost connection made again."""
+"""The store on PostgreSQL beyond the writer's contract (``tests/store/test_writer_contract.py``,
+run on both engines): the settings open it, it commits synchronously, one snapshot per
+read unit, a lost connection made again."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -12,22 +12,10 @@ import pytest
 
 from appliance.config import Settings
 from appliance.store import Store
-from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS, StoreError
 from appliance.store.pg import PgConnection
 from appliance.store.pg_engine import PgEngine
-
-
-def insert_state(key: str) -> Callable[[Connection], int]:
-    def unit(conn: Connection) -> int:
-        conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES (?, 'v', 0)",
-                     (key,))
-        return conn.changes()
-    return unit
-
-
-def count_state(conn: Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM appliance_state").fetchone()[0])
+from tests.store.test_writer_contract import count_state, insert_state
 
 
 def test_settings_with_a_database_url_open_postgresql(pg_url: str, tmp_path: Any) -> None:
