@@ -132,14 +132,18 @@ def run_guarded(fn: Any) -> None:
 @main.command()
 @data_dir_option
 @click.argument("dest", type=click.Path(dir_okay=False))
-def backup(data_dir: str | None, config_file: str | None, dest: str) -> None:
+@click.option("--force", is_flag=True,
+              help="Replace DEST even when it is not one of our backups (one of ours, with"
+              " its manifest beside it, is replaced without it).")
+def backup(data_dir: str | None, config_file: str | None, dest: str, force: bool) -> None:
     """Write a verified copy of the database to DEST; works while serve runs.
 
-    SQLite only: with database_url set, backups are PostgreSQL's own (pg_dump, base
-    backups with WAL archiving; see docs/operations.md)."""
+    An existing DEST is replaced when it is one of our backups (DEST.manifest.json beside
+    it), else refused without --force. SQLite only: with database_url set, backups are
+    PostgreSQL's own (pg_dump, base backups with WAL archiving; see docs/operations.md)."""
     from appliance.ops.commands.backup import run_backup
 
-    run_backup(settings_from(data_dir, config_file), Path(dest))
+    run_backup(settings_from(data_dir, config_file), Path(dest), force)
 
 
 @main.command()

@@ -16,11 +16,17 @@ EDGE-5: a destination inside the data directory is refused (the live database, i
 temporary copy left by a backup that was killed (``.NAME.tmp-PID``, an SQLite file
 whose process is gone, and its journal) is removed by the next backup into the same
 directory, manual or scheduled.
+
+An existing file at the destination is replaced only when it is one of our backups
+(its manifest beside it, :func:`is_our_backup`), so a nightly job writing to one fixed
+name keeps working; anything else is refused unless ``force`` (``backup --force``): a
+mistyped destination must not silently replace somebody's file.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -174,9 +180,21 @@ def _copy_snapshot(db_path: Path, tmp: Path, pages_per_step: int, pause_s: float
     return version
 
 
+def is_our_backup(dest: Path) -> bool:
+    """Whether ``dest`` is a backup this appliance wrote: its manifest is beside it, in
+    our format, and names it."""
+    try:
+        manifest = json.loads(manifest_path_for(dest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (isinstance(manifest, dict) and manifest.get("format") == MANIFEST_FORMAT
+            and manifest.get("file") == dest.name)
+
+
 def take_backup(db_path: Path, dest: Path, now_ms: int, pages_per_step: int = 1024,
-                pause_s: float = 0.002) -> BackupResult:
-    """Write a verified copy of the database at ``db_path`` to ``dest``."""
+                pause_s: float = 0.002, force: bool = False) -> BackupResult:
+    """Write a verified copy of the database at ``db_path`` to ``dest``; an existing
+    ``dest`` is replaced only when it is one of our backups, or with ``force``."""
     started = time.perf_counter()
     if not db_path.is_file():
         raise BackupFailed(f"no database at {db_path} (is --data-dir right?)")
@@ -191,6 +209,11 @@ def take_backup(db_path: Path, dest: Path, now_ms: int, pages_per_step: int = 10
         raise BackupRefused(
             f"{dest} is inside the data directory {db_path.parent.absolute()}, beside the live"
             f" files; write the backup elsewhere, or into {db_path.parent / BACKUPS_FOLDER}/")
+    if (dest.exists() or dest.is_symlink()) and not force and not is_our_backup(dest):
+        raise BackupRefused(
+            f"{dest} exists and is not one of our backups (no"
+            f" {manifest_path_for(dest).name} beside it); give another name, or --force to"
+            " replace it")
     remove_abandoned_temporaries(dest.parent)
     tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
     try:

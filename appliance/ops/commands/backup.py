@@ -18,12 +18,12 @@ POSTGRESQL_BACKUPS = (
     " \"Backups on PostgreSQL\"")
 
 
-def run_backup(settings: Settings, dest: Path) -> None:
+def run_backup(settings: Settings, dest: Path, force: bool = False) -> None:
     if settings.database_url:
         raise click.ClickException(f"backup: {POSTGRESQL_BACKUPS}")
     now = Clock.from_env().now_ms()
     try:
-        result = take_backup(settings.db_path, dest, now)
+        result = take_backup(settings.db_path, dest, now, force=force)
     except BackupFailed as exc:
         if settings.db_path.is_file() and not isinstance(exc, BackupRefused):
             record_failure(settings.data_dir, now, str(exc))
