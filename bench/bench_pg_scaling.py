@@ -30,11 +30,17 @@ heavyweight lock (``wait_event_type = 'Lock'``) with the kinds (``advisory``,
 name, e.g. ``counts`` for :data:`appliance.store.count_triggers.COUNTS_LOCK`), and the
 commonest other wait events (``IO:WALSync`` is a commit waiting for its flush).
 
+With ``--without-counts-lock``, each set-up again with the count triggers' global
+advisory lock taken out of ``row_counts_move`` in that database (a what-if for the
+redesign, never the product: see :func:`drop_counts_lock`), so the samples show what all
+processes meet next.
+
 All traffic goes to 127.0.0.1; each run is bounded by ``--seconds``; every process this
 starts (the servers, their intake children, ``wrk``, PostgreSQL) is stopped on the way
 out, also on Ctrl+C or an error.
 
-Run: ``.venv/bin/python bench/bench_pg_scaling.py [--processes 1,2,4] [--seconds 10]``
+Run: ``.venv/bin/python bench/bench_pg_scaling.py [--processes 1,2,4] [--seconds 10]
+[--without-counts-lock]``
 (needs Debian's ``wrk`` and ``postgresql`` packages).
 """
 
@@ -274,6 +280,8 @@ class Outcome:
     pg_cpu: float | None  # cores
     wrk_cpu: float  # cores, all wrk together
     waits: Waits | None
+    commits: int | None = None  # the database's commits meanwhile (the sampler's excluded)
+    wal_bytes: int | None = None  # WAL written meanwhile (the whole server's)
 
     @property
     def rate(self) -> float:
@@ -384,6 +392,36 @@ def stored_sqlite(data_dir: Path) -> int:
         conn.close()
 
 
+def database_totals(url: str) -> tuple[int, int]:
+    """(commits so far in this database, the server's WAL position in bytes). Backends
+    report their counters when idle or on exit, so read these with the servers stopped."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT xact_commit, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint"
+            " FROM pg_stat_database WHERE datname = current_database()").fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+
+def drop_counts_lock(url: str) -> bool:
+    """A what-if for the redesign, never the product: the count function without its
+    first statement, the global advisory lock (``COUNTS_LOCK``), so the next meeting
+    point (the popular count rows themselves) shows in the lock samples. Safe here only
+    because every unit of this load moves its count keys in one order (``parsed``, then
+    ``WAITING``): other loads may deadlock without the lock. False when the installed
+    function has no such lock (nothing to take away)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_get_functiondef('row_counts_move'::regproc)").fetchone()
+        if row is None:
+            return False
+        text = str(row[0])
+        lockless = re.sub(r"PERFORM pg_advisory_xact_lock\([^)]*\);", "", text)
+        if lockless == text:
+            return False
+        conn.execute(lockless)  # CREATE OR REPLACE, as pg_get_functiondef writes it
+        return True
+
+
 def stored_pg(url: str) -> int:
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT count(*) FROM raw_reports").fetchone()
@@ -401,8 +439,9 @@ def sqlite_setup(tmp: Path, args: argparse.Namespace) -> Outcome:
     return outcome
 
 
-def pg_setup(tmp: Path, n: int, pg: PgServer, args: argparse.Namespace) -> Outcome:
-    database = f"scale{n}_{os.getpid()}"
+def pg_setup(tmp: Path, n: int, pg: PgServer, args: argparse.Namespace,
+             lockless: bool = False) -> Outcome:
+    database = f"scale{n}{'x' if lockless else ''}_{os.getpid()}"
     url = pg.create_database(database)
     seed = tmp / "seed"
     seed.mkdir(parents=True)
@@ -410,11 +449,19 @@ def pg_setup(tmp: Path, n: int, pg: PgServer, args: argparse.Namespace) -> Outco
     run_cli("migrate", "--data-dir", str(seed), "--to", url)
     fleet = Fleet()
     try:
-        fleet.start(tmp, n, url)
-        outcome = run_load(fleet, tmp, f"pg{n}", args, pg, database)
+        fleet.start(tmp, n, url)  # the servers install the triggers as they start
+        label = f"pg{n}"
+        if lockless:
+            label += " without COUNTS_LOCK" if drop_counts_lock(url) else " (no COUNTS_LOCK)"
+        commits, wal = database_totals(url)
+        outcome = run_load(fleet, tmp, label, args, pg, database)
     finally:
         fleet.stop()
     outcome.stored = stored_pg(url)
+    commits_after, wal_after = database_totals(url)
+    sampled = outcome.waits.samples * 2 if outcome.waits else 0  # autocommit SELECTs
+    outcome.commits = commits_after - commits - sampled - 2
+    outcome.wal_bytes = wal_after - wal
     pg.drop_database(database)
     return outcome
 
@@ -439,6 +486,9 @@ def describe(o: Outcome, sqlite: Outcome | None, one: Outcome | None) -> list[st
         f" {'OK' if o.stored >= o.ok else 'LOST REPORTS'}"
         f"   (non-2xx {o.non2xx:,}, socket errors {o.socket_errors:,})",
     ]
+    if o.commits and o.wal_bytes is not None:
+        lines.append(f"    commits {o.commits:,} ({o.stored / o.commits:.1f} reports a commit),"
+                     f" WAL {o.wal_bytes / max(o.stored, 1):,.0f} bytes a report")
     w = o.waits
     if w is not None:
         kinds = ", ".join(f"{k} {w.mean(v):.2f}" for k, v in w.lock_kinds.most_common(4))
@@ -460,8 +510,10 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
 
 @contextlib.contextmanager
 def stopped_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP unwind like Ctrl+C, so every ``finally`` stops what it started."""
-    old = {s: signal.signal(s, _interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
+    """SIGINT (also when the shell started us with it ignored), SIGTERM and SIGHUP unwind
+    the stack, so every ``finally`` stops what it started."""
+    old = {s: signal.signal(s, _interrupted)
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
@@ -481,6 +533,9 @@ def main() -> int:
     ap.add_argument("--bodies-per-second", type=int, default=6000,
                     help="distinct receipts written per process per second of the run")
     ap.add_argument("--no-sqlite", action="store_true", help="skip the SQLite baseline")
+    ap.add_argument("--without-counts-lock", action="store_true",
+                    help="also each set-up with the count triggers' global advisory lock"
+                         " taken out (a what-if: shows the next meeting point)")
     args = ap.parse_args()
     counts = [int(p) for p in args.processes.split(",") if p.strip()]
     if shutil.which("wrk") is None:
@@ -506,6 +561,10 @@ def main() -> int:
                 outcomes.append(o)
                 one = one or (o if n == 1 else None)
                 print("\n".join(describe(o, sqlite, one)), flush=True)
+                if args.without_counts_lock:
+                    x = pg_setup(tmp / f"pg{n}x", n, pg, args, lockless=True)
+                    outcomes.append(x)
+                    print("\n".join(describe(x, sqlite, one)), flush=True)
             print(f"load average {os.getloadavg()[0]:.1f}")
             lost = [o.label for o in [*outcomes, *([sqlite] if sqlite else [])]
                     if o.stored < o.ok]
@@ -515,4 +574,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as stop:
+        sys.exit(f"stopped ({stop or 'Ctrl+C'}): every process this started is stopped")
