@@ -223,8 +223,10 @@ class WaitSampler(threading.Thread):
     ACTIVITY = ("SELECT state, wait_event_type, wait_event FROM pg_stat_activity"
                 " WHERE datname = %s AND pid <> pg_backend_pid()"
                 " AND state IN ('active', 'idle in transaction')")
-    LOCKS = ("SELECT l.locktype, l.mode, l.classid, l.objid FROM pg_locks l"
-             " JOIN pg_database d ON d.oid = l.database WHERE NOT l.granted AND d.datname = %s")
+    # By the waiting backend's database: a transactionid lock names none of its own.
+    LOCKS = ("SELECT l.locktype, l.mode, l.classid, l.objid, l.relation::regclass::text"
+             " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+             " WHERE NOT l.granted AND a.datname = %s")
 
     def __init__(self, url: str, database: str, hz: float) -> None:
         super().__init__(daemon=True)
@@ -251,10 +253,12 @@ class WaitSampler(threading.Thread):
                 w.other_waits[f"{kind}:{event}"] += 1
             elif state == "active":
                 w.other_waits["on CPU"] += 1
-        for locktype, mode, classid, objid in locks:
+        for locktype, mode, classid, objid, relation in locks:
             what = str(locktype)
             if locktype == "advisory" and isinstance(classid, int) and isinstance(objid, int):
                 what += f" {advisory_name(classid, objid)}"
+            elif relation is not None:
+                what += f" on {relation}"
             w.ungranted[f"{what} ({mode})"] += 1
 
     def stop(self) -> Waits:
@@ -349,7 +353,8 @@ def run_load(fleet: Fleet, tmp: Path, label: str, args: argparse.Namespace,
         scripts.append(script)
     sampler = None
     if pg is not None and database is not None:
-        sampler = WaitSampler(pg.url, database, args.sample_hz)
+        # Connected to the database itself, so the relations' names resolve.
+        sampler = WaitSampler(pg.url_for(database), database, args.sample_hz)
         sampler.start()
     roots = [s.proc.pid for s in fleet.servers if s.proc is not None]
     pg_root = postmaster_pid(pg) if pg is not None else None
