@@ -5,7 +5,8 @@ wait before the next (``None``: its interval). :meth:`Scheduler.add` returns the
 loop's :class:`Wake` handle: whoever makes work due for the loop calls it to end the
 loop's wait at once. There is no waking by name, so a misspelt loop cannot be woken
 in vain: a handle exists only for a loop that was added. A loop that raises is
-logged and retried after its interval; stopping lets the step in progress finish.
+logged (a storage error, as on a full disk, summed up every 10 s rather than a
+traceback each step) and retried after its interval; stopping lets the step in progress finish.
 ``heartbeats`` tells health checks that the loops are alive.
 """
 
@@ -17,6 +18,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
+from appliance.disk import is_storage_error
+from appliance.logs import sampled_line
 
 log = logging.getLogger("appliance.scheduler")
 
@@ -106,7 +110,11 @@ class Scheduler:
             except Exception as exc:  # a failing step must not end the loop
                 loop.errors += 1
                 loop.last_error = f"{type(exc).__name__}: {exc}"
-                log.exception("loop %s failed", loop.name)
+                if is_storage_error(exc):  # each step on a full disk: summed up every 10 s
+                    sampled_line(log, f"loop {loop.name} failed", level=logging.ERROR).note(
+                        loop.name, loop.last_error)
+                else:
+                    log.exception("loop %s failed", loop.name)
                 delay = loop.interval_s
             loop.step_started = None
             loop.runs += 1
