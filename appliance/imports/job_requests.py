@@ -22,17 +22,17 @@ from appliance.scheduler import Wake
 from appliance.sending.refs import new_ref
 
 
-async def queue_rerun(appliance: Runtime, account_id: int, job_id: int,
+async def queue_rerun(runtime: Runtime, account_id: int, job_id: int,
                       list_name: str | None, key: str | None, *, wake_imports: Wake
                       ) -> tuple[ImportJob, bool]:
     """A re-run of job ``job_id`` and whether it is new (the same key gives back the
     same re-run); the import loop is woken for a new one. Refused: ``payload_pruned``
     (with ``pruned_at``), ``not_found``, ``job_running``, ``idempotency_key_reused``,
     ``list_being_deleted``."""
-    key = key or f"rerun:{job_id}:{new_ref(appliance.now_ms())}"
+    key = key or f"rerun:{job_id}:{new_ref(runtime.now_ms())}"
     try:
-        job, created = await appliance.store.writer.run(
-            lambda c: rerun_job(c, job_id, account_id, list_name, key, appliance.now_ms()))
+        job, created = await runtime.store.writer.run(
+            lambda c: rerun_job(c, job_id, account_id, list_name, key, runtime.now_ms()))
     except PayloadPruned as exc:
         raise Gone(
             "payload_pruned",

@@ -41,7 +41,7 @@ def _add_chunk(account_id: int, entries: list[tuple[str, str]], source: str, now
     return sup.add_many(conn, account_id, entries, source, now_ms)
 
 
-async def import_suppressions(appliance: Runtime, account_id: int, payload: bytes,
+async def import_suppressions(runtime: Runtime, account_id: int, payload: bytes,
                               region: str, source: str) -> ImportSummary:
     """Read an uploaded list and add its numbers.
 
@@ -66,9 +66,9 @@ async def import_suppressions(appliance: Runtime, account_id: int, payload: byte
     if lines == 0 or (not found.entries and not found.rejects and not found.repeats):
         raise Invalid("empty_list", "the list is empty: give at least one number")
     added = 0
-    now = appliance.now_ms()
+    now = runtime.now_ms()
     for start in range(0, len(found.entries), WRITE_CHUNK):
-        added += await appliance.store.writer.run(
+        added += await runtime.store.writer.run(
             partial(_add_chunk, account_id, found.entries[start:start + WRITE_CHUNK], source,
                     now))
     already = len(found.entries) - added + found.repeats

@@ -35,21 +35,21 @@ from appliance.store.connection import Connection
 CONTROLS = ("pause", "resume", "cancel")
 
 
-async def plan_campaign(appliance: Runtime, account_id: int, list_name: str, provider: str,
+async def plan_campaign(runtime: Runtime, account_id: int, list_name: str, provider: str,
                         body: str) -> DryRun:
     """The dry run: what the campaign would send, after personalisation. Refused:
     ``unknown_list``. Parts are counted with the Turkish tables for the numbers the
     provider sends them to (ENC-1)."""
-    prefixes = appliance.settings.provider(provider).turkish_prefixes
+    prefixes = runtime.settings.provider(provider).turkish_prefixes
     try:
-        return await appliance.store.readers.run(
+        return await runtime.store.readers.run(
             lambda c: dry_run(c, account_id, list_name, provider, body,
                               turkish_prefixes=prefixes))
     except NoSuchList as exc:
         raise Invalid("unknown_list", str(exc)) from None
 
 
-async def start_campaign(appliance: Runtime, new: NewCampaign, *, wake_expansion: Wake,
+async def start_campaign(runtime: Runtime, new: NewCampaign, *, wake_expansion: Wake,
                          through_contact_id: int | None = None,
                          expected_contacts: int | None = None) -> tuple[Campaign, bool]:
     """Write the campaign's row and wake its expansion; returns it and whether it is new.
@@ -60,7 +60,7 @@ async def start_campaign(appliance: Runtime, new: NewCampaign, *, wake_expansion
     ``unknown_list`` and, with ``expected_contacts``, ``list_changed`` (with the
     ``contacts`` the list holds now).
     """
-    now = appliance.now_ms()
+    now = runtime.now_ms()
 
     def unit(c: Connection) -> tuple[Campaign, bool]:
         if expected_contacts is not None:
@@ -68,7 +68,7 @@ async def start_campaign(appliance: Runtime, new: NewCampaign, *, wake_expansion
         return create_campaign(c, new, now, through_contact_id)
 
     try:
-        campaign, created = await appliance.store.writer.run(unit)
+        campaign, created = await runtime.store.writer.run(unit)
     except IdempotencyConflict as exc:
         raise Invalid("idempotency_key_reused", str(exc)) from None
     except NoSuchList as exc:
@@ -80,14 +80,14 @@ async def start_campaign(appliance: Runtime, new: NewCampaign, *, wake_expansion
     return campaign, created
 
 
-async def control_campaign(appliance: Runtime, sender: Sender, campaign_id: int,
+async def control_campaign(runtime: Runtime, sender: Sender, campaign_id: int,
                            account_id: int, verb: str) -> tuple[Campaign, int]:
     """Pause, resume or cancel (one of :data:`CONTROLS`). For a pause or a cancel the
     answer waits until none of the campaign's messages is still being sent: from then
     on nothing more of it is submitted. Returns the campaign and, for a cancel, how
     many messages it cancelled. Refused: ``not_found``, ``invalid_state`` (with the
     ``state`` shown)."""
-    now = appliance.now_ms()
+    now = runtime.now_ms()
 
     def unit(c: Connection) -> tuple[Campaign, int]:
         if verb == "pause":
@@ -97,7 +97,7 @@ async def control_campaign(appliance: Runtime, sender: Sender, campaign_id: int,
         return cancel_campaign(c, campaign_id, account_id, now)
 
     try:
-        campaign, count = await appliance.store.writer.run(unit)
+        campaign, count = await runtime.store.writer.run(unit)
     except NoSuchCampaign:
         raise no_such("campaign") from None
     except NotAllowed as exc:
@@ -110,11 +110,11 @@ async def control_campaign(appliance: Runtime, sender: Sender, campaign_id: int,
     return campaign, count
 
 
-async def resolve_all(appliance: Runtime, campaign_id: int, account_id: int, action: str,
+async def resolve_all(runtime: Runtime, campaign_id: int, account_id: int, action: str,
                       actor: str, *, wake_sender: Wake) -> int:
     """Decide about every ``UNCERTAIN`` message of a campaign; returns how many.
     Refused: ``not_found``. A resend wakes the sender."""
-    now = appliance.now_ms()
+    now = runtime.now_ms()
 
     def unit(c: Connection) -> int:
         if get_campaign(c, campaign_id, account_id) is None:
@@ -122,7 +122,7 @@ async def resolve_all(appliance: Runtime, campaign_id: int, account_id: int, act
         return resolve_campaign(c, campaign_id, action, actor, now)
 
     try:
-        count = await appliance.store.writer.run(unit)
+        count = await runtime.store.writer.run(unit)
     except NoSuchCampaign:
         raise no_such("campaign") from None
     if count and action == RESEND:
@@ -130,16 +130,16 @@ async def resolve_all(appliance: Runtime, campaign_id: int, account_id: int, act
     return count
 
 
-async def read_progress(appliance: Runtime, campaign_id: int,
+async def read_progress(runtime: Runtime, campaign_id: int,
                         account_id: int) -> Progress | None:
     """The account's campaign with its counts as they are now, or ``None``."""
-    now = appliance.now_ms()
+    now = runtime.now_ms()
 
     def read(c: Connection) -> Progress | None:
         found = get_campaign(c, campaign_id, account_id)
         return None if found is None else campaign_progress(c, found, now)
 
-    return await appliance.store.readers.run(read)
+    return await runtime.store.readers.run(read)
 
 
 def campaign_rate(sender: Sender, campaign_id: int) -> float:

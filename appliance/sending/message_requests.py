@@ -34,7 +34,7 @@ def suppressed_refusal(exc: Suppressed) -> Conflict:
                     msisdn=entry.msisdn, reason=entry.reason, source=entry.source)
 
 
-async def queue_message(appliance: Runtime, new: NewMessage, *, wake_sender: Wake
+async def queue_message(runtime: Runtime, new: NewMessage, *, wake_sender: Wake
                         ) -> Accepted:
     """Queue one checked message (``QUEUED``) under a new ref, and wake the sender.
 
@@ -42,10 +42,10 @@ async def queue_message(appliance: Runtime, new: NewMessage, *, wake_sender: Wak
     the sender is not woken). Refused: ``idempotency_key_reused`` (the key was used for
     another message) and ``suppressed`` (nothing was queued).
     """
-    now = appliance.now_ms()
+    now = runtime.now_ms()
     ref = new_ref(now)
     try:
-        accepted = await appliance.store.writer.run(
+        accepted = await runtime.store.writer.run(
             lambda c: insert_unless_suppressed(c, new, ref, now))
     except IdempotencyConflict as exc:
         raise Invalid("idempotency_key_reused", str(exc)) from None
@@ -56,14 +56,14 @@ async def queue_message(appliance: Runtime, new: NewMessage, *, wake_sender: Wak
     return accepted
 
 
-async def resolve_one(appliance: Runtime, ref: str, account_id: int, action: str,
+async def resolve_one(runtime: Runtime, ref: str, account_id: int, action: str,
                       actor: str, *, wake_sender: Wake) -> str:
     """Decide about one ``UNCERTAIN`` message of the account; returns its new state.
 
     Refused: ``not_found`` (no such message) and ``not_uncertain`` (with its ``state``:
     a report or another decision came first). A resend wakes the sender.
     """
-    now = appliance.now_ms()
+    now = runtime.now_ms()
 
     def unit(c: Connection) -> str:
         m = get_message(c, ref, account_id)
@@ -72,7 +72,7 @@ async def resolve_one(appliance: Runtime, ref: str, account_id: int, action: str
         return resolve_message(c, m.id, action, actor, now)
 
     try:
-        state = await appliance.store.writer.run(unit)
+        state = await runtime.store.writer.run(unit)
     except LookupError:
         raise no_such("message") from None
     except NotUncertain as exc:
