@@ -196,6 +196,7 @@ def test_the_banners_doctor_and_backup_commands_work_as_printed(demo: TerminalDe
     assert Path(backup.stdout.strip().splitlines()[-1]).is_file()
 
 
+@pytest.mark.serial  # times itself: run alone (Makefile)
 def test_ctrl_c_stops_the_demo_within_3_s_while_it_sends_without_a_traceback(
         demo: TerminalDemo) -> None:
     key = demo.banner_value(r"API key\s+(apl_\S+)")
