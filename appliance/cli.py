@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import click
 
 from appliance import __version__
-from appliance.config import ConfigError, Settings, load_settings
+from appliance.config import ConfigError, Settings
 from appliance.offline import OfflineAppliance
 from appliance.store.lock import DataDirLocked
 from appliance.store.schema import SchemaTooNew
@@ -31,6 +31,9 @@ class ConfigProblem(click.ClickException):
 
 
 def settings_from(data_dir: str | None, config_file: str | None, **flags: Any) -> Settings:
+    # The provider kinds are imported with the settings, not for ``--help``.
+    from appliance.providers.configured import load_settings
+
     try:
         return load_settings(config_file, overrides={"data_dir": data_dir, **flags})
     except ConfigError as exc:

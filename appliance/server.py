@@ -32,7 +32,7 @@ from types import FrameType
 import uvicorn
 
 from appliance import retention
-from appliance.config import Settings, ensure_data_dir, secret_values
+from appliance.config import Settings, ensure_data_dir
 from appliance.imports import worker as import_worker
 from appliance.logs import setup_logging
 from appliance.ops.backup import install as backups
@@ -40,6 +40,7 @@ from appliance.ops.backup.restore import pending_restore
 from appliance.ops.observability import install as observability
 from appliance.ops.observability.metrics import Metrics
 from appliance.ops.observability.sources import Sources
+from appliance.providers.configured import secret_values
 from appliance.providers.registry import Providers
 from appliance.reports import loops as report_loops
 from appliance.runtime import Runtime

@@ -36,8 +36,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from appliance.config import Settings, load_settings  # noqa: E402
+from appliance.config import Settings  # noqa: E402
 from appliance.providers import AuthError, CallbackRequest  # noqa: E402
+from appliance.providers.configured import load_settings  # noqa: E402
 from appliance.providers.registry import Providers  # noqa: E402
 from appliance.reports.apply import receive  # noqa: E402
 from appliance.reports.inbox import RawCallback, from_parsed  # noqa: E402

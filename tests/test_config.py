@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import ConfigError, load_settings, masked
+from appliance.config import ConfigError
+from appliance.providers.configured import load_settings, masked
 
 
 def write(tmp_path: Path, text: str) -> Path:

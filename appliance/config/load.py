@@ -19,7 +19,7 @@ from appliance.message_text.language import problems as language_problems
 
 from .checks import validate
 from .errors import ConfigError, near
-from .kinds import declared_kinds
+from .options import DeclaresOptions
 from .settings import SECTIONS, SHARED_PROVIDER_SETTINGS, ProviderSettings, Settings, section_attr
 from .values import read_value
 
@@ -41,11 +41,11 @@ def _apply(obj: Any, values: Mapping[str, Any], where: str, from_env: bool,
     return replace(obj, **changes)
 
 
-def _provider(name: str, table: Any) -> ProviderSettings:
+def _provider(name: str, table: Any, declared: Mapping[str, DeclaresOptions]) -> ProviderSettings:
     where = f"[{PROVIDERS}.{name}] "
     if not isinstance(table, dict):
         raise ConfigError(f"{where}must be a table")
-    kinds = list(declared_kinds())
+    kinds = list(declared)
     if "kind" not in table:
         raise ConfigError(f"{where}kind: missing (one of {', '.join(kinds)})")
     kind = table["kind"]
@@ -59,7 +59,7 @@ def _provider(name: str, table: Any) -> ProviderSettings:
     common = {k: v for k, v in table.items() if k in SHARED_PROVIDER_SETTINGS}
     out: ProviderSettings = _apply(base, common, where, from_env=False,
                                    skip=frozenset({"name", "options", "kind"}))
-    able = [k.name for k in declared_kinds().values() if k.national_language]
+    able = [k.name for k in declared.values() if k.national_language]
     wrong = language_problems(out.kind, out.national_language, out.national_language_prefixes,
                               able)
     if wrong:
@@ -68,7 +68,7 @@ def _provider(name: str, table: Any) -> ProviderSettings:
 
 
 def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str,
-                  from_env: bool = False) -> Settings:
+                  declared: Mapping[str, DeclaresOptions], from_env: bool = False) -> Settings:
     top: dict[str, Any] = {}
     out = settings
     for key, value in data.items():
@@ -81,7 +81,8 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str,
         elif key == PROVIDERS:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}[{PROVIDERS}]: must be a table of tables")
-            out = replace(out, providers={n: _provider(n, t) for n, t in value.items()})
+            out = replace(out, providers={n: _provider(n, t, declared)
+                                             for n, t in value.items()})
         elif isinstance(value, dict):
             raise ConfigError(f"{where}[{key}]: unknown section"
                               + near(key, (*SECTIONS, PROVIDERS), "[{}]"))
@@ -120,8 +121,14 @@ def load_settings(
     config_file: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    *,
+    kinds: Mapping[str, DeclaresOptions],
 ) -> Settings:
-    """Defaults, then the TOML file, then the environment, then ``overrides`` (flags)."""
+    """Defaults, then the TOML file, then the environment, then ``overrides`` (flags).
+
+    ``kinds`` are the provider kinds a ``[providers.NAME]`` table may name, by name: the
+    settings sit below the providers, so the layer above passes them in
+    (:func:`appliance.providers.configured.load_settings`)."""
     env = os.environ if env is None else env
     settings = Settings()
     path = config_file or env.get("APPLIANCE_CONFIG")
@@ -133,9 +140,9 @@ def load_settings(
             raise ConfigError(f"config file {path}: not found") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path}: not valid TOML ({exc})") from None
-        settings = _from_mapping(settings, data, f"{path}: ")
-    settings = _from_mapping(settings, _from_env(env), "", from_env=True)
+        settings = _from_mapping(settings, data, f"{path}: ", kinds)
+    settings = _from_mapping(settings, _from_env(env), "", kinds, from_env=True)
     flags = {k: v for k, v in (overrides or {}).items() if v is not None}
-    settings = _from_mapping(settings, flags, "flag ")
+    settings = _from_mapping(settings, flags, "flag ", kinds)
     validate(settings)
     return settings

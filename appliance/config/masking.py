@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .database_url import mask_database_url
-from .kinds import declared_kinds
-from .options import secret_names
+from .options import DeclaresOptions, secret_names
 from .settings import ProviderSettings, Settings, section_name
 
 SECRET_SETTINGS = (("webhooks", "secret"),)
@@ -52,9 +51,9 @@ def _provider(p: ProviderSettings, secret: frozenset[str],
     return out
 
 
-def masked(s: Settings) -> dict[str, Any]:
-    """The effective settings as plain data, secrets replaced by ``***``."""
-    declared = declared_kinds()
+def masked(s: Settings, declared: Mapping[str, DeclaresOptions]) -> dict[str, Any]:
+    """The effective settings as plain data, secrets replaced by ``***``; ``declared``
+    are the provider kinds by name (their options say which are secret)."""
     secret = secret_names(declared.values())
     out: dict[str, Any] = {}
     for f in fields(s):
@@ -74,10 +73,10 @@ def masked(s: Settings) -> dict[str, Any]:
     return out
 
 
-def secret_values(s: Settings) -> list[str]:
+def secret_values(s: Settings, declared: Mapping[str, DeclaresOptions]) -> list[str]:
     """Every configured secret value, for the logs to redact: the providers' secret
     options (as their kinds declare them), the secret settings, and none empty."""
-    secret = secret_names(declared_kinds().values())
+    secret = secret_names(declared.values())
     found = [str(v) for p in s.providers.values() for k, v in p.options.items()
              if k in secret and isinstance(v, str) and v]
     for section, key in SECRET_SETTINGS:

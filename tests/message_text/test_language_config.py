@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import ConfigError, load_settings
+from appliance.config import ConfigError
+from appliance.providers.configured import load_settings
 from appliance.providers.smpp_kind import smpp_settings
 
 

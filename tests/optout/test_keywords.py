@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import ConfigError, load_settings
+from appliance.config import ConfigError
 from appliance.optout.keywords import DEFAULT_KEYWORDS, Keywords, keyword_problem
+from appliance.providers.configured import load_settings
 
 DEFAULT = Keywords(DEFAULT_KEYWORDS)
 

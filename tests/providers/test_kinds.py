@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import ConfigError, ProviderSettings, Settings, masked, secret_values
+from appliance.config import ConfigError, ProviderSettings, Settings
 from appliance.config.options import Option
 from appliance.providers import build_provider
+from appliance.providers.configured import masked, secret_values
 from appliance.providers.kind import Shape
 from appliance.providers.registry import ADAPTERS, KINDS, check_providers
 from appliance.providers.transport import SessionTransport

@@ -17,7 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from appliance.config import ConfigError, load_settings
+from appliance.config import ConfigError
+from appliance.providers.configured import load_settings
 from tests.edge.support import edge_config, raw_request, signed_callback, status_and_json
 from tests.harness import Server, db_rows, free_port, run_cli, wait_for
 from tests.reports.support import post_report

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from appliance.config import ConfigError, ProviderSettings, load_settings
+from appliance.config import ConfigError, ProviderSettings
 from appliance.message_text.segments import segment
 from appliance.providers.base import OutgoingMessage, SubmitResult
+from appliance.providers.configured import load_settings
 from appliance.providers.registry import Providers
 from appliance.providers.smpp_kind import smpp_settings
 from appliance.simulator.smsc import SmscSimulator

@@ -6,7 +6,8 @@ import json
 
 import click
 
-from appliance.config import Settings, masked
+from appliance.config import Settings
+from appliance.providers.configured import masked
 
 
 def print_config(settings: Settings) -> None:
