@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 KEY_PREFIX = "apl_"
 SHOWN_PREFIX = 8  # characters of a key kept in clear to recognise it by
@@ -76,7 +77,7 @@ def ensure_account(conn: Connection, name: str, now_ms: int) -> Account:
     )
     row = conn.execute("SELECT id, name FROM accounts WHERE name = ?", (name,)).fetchone()
     assert row is not None
-    return Account(int(row[0]), str(row[1]))
+    return Account(as_int(row[0]), str(row[1]))
 
 
 def create_account(conn: Connection, name: str, now_ms: int) -> tuple[Account, str]:
@@ -110,16 +111,16 @@ def account_for_key(conn: Connection, key: str) -> Account | None:
     ).fetchone()
     if row is None or not hmac.compare_digest(str(row[2]), wanted):
         return None
-    return Account(int(row[0]), str(row[1]))
+    return Account(as_int(row[0]), str(row[1]))
 
 
 def find_account(conn: Connection, name: str) -> Account | None:
     row = conn.execute("SELECT id, name FROM accounts WHERE name = ?", (name,)).fetchone()
-    return None if row is None else Account(int(row[0]), str(row[1]))
+    return None if row is None else Account(as_int(row[0]), str(row[1]))
 
 
 def list_accounts(conn: Connection) -> list[Account]:
-    return [Account(int(r[0]), str(r[1]))
+    return [Account(as_int(r[0]), str(r[1]))
             for r in conn.execute("SELECT id, name FROM accounts ORDER BY name")]
 
 

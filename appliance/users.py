@@ -16,6 +16,7 @@ import secrets
 from dataclasses import dataclass
 
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 SCRYPT_N = 2**14
 SCRYPT_R = 8
@@ -116,7 +117,7 @@ _USER_SELECT = (
 
 def get_user(conn: Connection, user_id: int) -> User | None:
     row = conn.execute(f"{_USER_SELECT} WHERE u.id = ?", (user_id,)).fetchone()
-    return None if row is None else User(int(row[0]), str(row[1]), int(row[2]), str(row[3]))
+    return None if row is None else User(as_int(row[0]), str(row[1]), as_int(row[2]), str(row[3]))
 
 
 def user_for_sign_in(conn: Connection, name: str) -> tuple[User, str] | None:
@@ -128,4 +129,4 @@ def user_for_sign_in(conn: Connection, name: str) -> tuple[User, str] | None:
     ).fetchone()
     if row is None:
         return None
-    return User(int(row[0]), str(row[1]), int(row[2]), str(row[3])), str(row[4])
+    return User(as_int(row[0]), str(row[1]), as_int(row[2]), str(row[3])), str(row[4])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int, as_str
 
 DELETE_BATCH = 5000
 
@@ -58,7 +59,10 @@ def get_list(conn: Connection, account_id: int, list_id: int) -> ListInfo | None
         " (SELECT count(*) FROM campaigns m WHERE m.list_id = l.id)"
         " FROM lists l WHERE l.id = ? AND l.account_id = ? AND l.deleted_at IS NULL",
         (list_id, account_id)).fetchone()
-    return None if row is None else ListInfo(*(row[0], str(row[1]), *row[2:]))
+    if row is None:
+        return None
+    return ListInfo(as_int(row[0]), as_str(row[1]), as_int(row[2]), as_int(row[3]),
+                    as_int(row[4]), as_int(row[5]))
 
 
 def get_contact(conn: Connection, list_id: int, contact_id: int) -> Contact | None:
@@ -99,7 +103,7 @@ def browse(conn: Connection, list_id: int, after_id: int = 0, limit: int = 100,
 def export_page(conn: Connection, list_id: int, after_id: int,
                 limit: int = 5000) -> list[tuple[int, str, str, int]]:
     """(id, msisdn, name, created_at) of the next ``limit`` contacts (a read unit)."""
-    return [(int(r[0]), str(r[1]), str(r[2] or ""), int(r[3])) for r in conn.execute(
+    return [(as_int(r[0]), str(r[1]), str(r[2] or ""), as_int(r[3])) for r in conn.execute(
         "SELECT id, msisdn, name, created_at FROM contacts WHERE list_id = ? AND id > ?"
         " ORDER BY id LIMIT ?", (list_id, after_id, limit))]
 
@@ -110,12 +114,12 @@ def busy_with(conn: Connection, list_id: int) -> str | None:
         "SELECT id FROM import_jobs WHERE list_id = ? AND state IN ('DRAFT', 'RUNNING')"
         " ORDER BY id LIMIT 1", (list_id,)).fetchone()
     if running is not None:
-        return f"import job {running[0]} into this list is still running"
+        return f"import job {as_int(running[0])} into this list is still running"
     expanding = conn.execute(
         "SELECT id FROM campaigns WHERE list_id = ? AND state = 'RUNNING'"
         " AND queued_through < last_contact_id ORDER BY id LIMIT 1", (list_id,)).fetchone()
     if expanding is not None:
-        return f"campaign {expanding[0]} is still creating its messages from this list"
+        return f"campaign {as_int(expanding[0])} is still creating its messages from this list"
     return None
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.owner import OWNER, dead_owners
+from appliance.store.rows import as_bytes, as_int
 from appliance.store.singleton import one_at_a_time
 
 ACTIVE_STATES = ("DRAFT", "RUNNING")
@@ -161,7 +162,7 @@ def ensure_list(conn: Connection, account_id: int, name: str, now_ms: int) -> in
         (account_id, name),
     ).fetchone()
     assert row is not None
-    list_id = int(row[0])
+    list_id = as_int(row[0])
     if row[1] is not None:
         left = conn.execute("SELECT 1 FROM contacts WHERE list_id = ? LIMIT 1",
                             (list_id,)).fetchone()
@@ -235,9 +236,9 @@ def _same_submission(conn: Connection, account_id: int, key: str, digest: str,
     if (found[1], found[2], found[3]) != (digest, list_name, region):
         raise IdempotencyConflict(
             "this Idempotency-Key was already used for a different submission"
-            f" (job {found[0]}); use a new key for a new list"
+            f" (job {as_int(found[0])}); use a new key for a new list"
         )
-    job = get_job(conn, int(found[0]), account_id)
+    job = get_job(conn, as_int(found[0]), account_id)
     assert job is not None
     return job
 
@@ -318,7 +319,7 @@ def claim_runnable(conn: Connection) -> ImportJob | None:
     live process holds, now held by this one (``lease_owner``); a job this process
     holds already is its own. A job whose holder died is taken over where its last
     chunk left it (the chunk units stay guarded by ``processed``)."""
-    rows = [(int(r[0]), None if r[1] is None else str(r[1])) for r in conn.execute(
+    rows = [(as_int(r[0]), None if r[1] is None else str(r[1])) for r in conn.execute(
         "SELECT id, lease_owner FROM import_jobs WHERE state IN ('DRAFT', 'RUNNING')"
         " ORDER BY id")]
     gone = dead_owners(conn, (owner for _, owner in rows))
@@ -337,7 +338,7 @@ def claim_runnable(conn: Connection) -> ImportJob | None:
 
 def load_payload(conn: Connection, job_id: int) -> bytes | None:
     row = conn.execute("SELECT body FROM import_payloads WHERE job_id = ?", (job_id,)).fetchone()
-    return None if row is None else bytes(row[0])
+    return None if row is None else as_bytes(row[0])
 
 
 def fail_job(conn: Connection, job_id: int, error: str, now_ms: int) -> None:
@@ -368,7 +369,7 @@ def iter_rejects(conn: Connection, job_id: int) -> Iterator[tuple[int, str, str]
         line, reason, length = str(row[1]), str(row[2]), int(row[3] or 0)
         if length > len(line):
             reason = (f"{reason} ({length} characters; the first {len(line)} are kept)")
-        yield int(row[0]), line, reason
+        yield as_int(row[0]), line, reason
 
 
 def list_summary(conn: Connection, account_id: int, name: str) -> dict[str, Any] | None:

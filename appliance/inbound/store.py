@@ -43,6 +43,7 @@ from appliance.reports.inbox import RawCallback
 from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS
+from appliance.store.rows import as_int
 
 MISSING_PART: Final = "[…]"
 SMPP_CONTENT_TYPE: Final = "application/vnd.smpp.deliver-sm"
@@ -107,11 +108,11 @@ def store_raw(conn: Connection, raw: RawCallback, now_ms: int, parsed: bool,
          1 if parsed else 0, error),
     ).fetchone()
     assert row is not None
-    return int(row[0])
+    return as_int(row[0])
 
 
 def _accounts_for(conn: Connection, provider: str, msisdn: str) -> list[int]:
-    every = [int(r[0]) for r in conn.execute("SELECT id FROM accounts ORDER BY id")]
+    every = [as_int(r[0]) for r in conn.execute("SELECT id FROM accounts ORDER BY id")]
     senders = [a for a in every if conn.execute(
         "SELECT 1 FROM messages WHERE account_id = ? AND msisdn = ? AND provider = ? LIMIT 1",
         (a, msisdn, provider)).fetchone() is not None]
@@ -132,11 +133,11 @@ def _insert(conn: Connection, provider: str, key: str | None, msisdn: str,
          max(msg.sent_at_ms, 0), now_ms, raw_id),
     ).fetchone()
     if row is not None:
-        return int(row[0]), True
+        return as_int(row[0]), True
     found = conn.execute("SELECT id FROM inbound_messages WHERE provider = ?"
                          " AND provider_msg_id = ?", (provider, key)).fetchone()
     assert found is not None
-    return int(found[0]), False
+    return as_int(found[0]), False
 
 
 def _repeat(conn: Connection, raw_id: int, inbound_id: int) -> InboundResult:
@@ -149,7 +150,7 @@ def _repeat(conn: Connection, raw_id: int, inbound_id: int) -> InboundResult:
 
 def _record_accounts(conn: Connection, inbound_id: int, provider: str,
                      msisdn: str) -> list[int]:
-    found = [int(r[0]) for r in conn.execute(
+    found = [as_int(r[0]) for r in conn.execute(
         "SELECT account_id FROM inbound_accounts WHERE inbound_id = ?", (inbound_id,))]
     if found:
         return found
@@ -204,7 +205,7 @@ def _file_part(conn: Connection, rules: InboundRules, provider: str, msisdn: str
         (inbound_id, msg.part, msg.text, msg.provider_msg_id))
     if conn.changes() == 0:
         return _repeat(conn, raw_id, inbound_id)
-    have = {int(p): str(t) for p, t in conn.execute(
+    have = {as_int(p): str(t) for p, t in conn.execute(
         "SELECT part, text FROM inbound_parts WHERE inbound_id = ?", (inbound_id,))}
     text = "".join(have.get(i, MISSING_PART) for i in range(1, msg.parts + 1))
     conn.execute("UPDATE inbound_messages SET text = ?, parts_received = ? WHERE id = ?",
@@ -338,7 +339,7 @@ def list_inbound(conn: Connection, account_id: int, *, msisdn: str | None = None
         args.append(before_id)
     rows = conn.execute(f"SELECT {_COLUMNS} {joined} WHERE {where}"
                         " ORDER BY a.inbound_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
-    return InboundPage([_inbound(r) for r in rows[:limit]], int(total[0]) if total else 0,
+    return InboundPage([_inbound(r) for r in rows[:limit]], as_int(total[0]) if total else 0,
                        len(rows) > limit)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 SOURCES: Final = ("api", "console", "import", "inbound")
 SUPPRESSED: Final = "suppressed"  # the error of a message cancelled because of the list
@@ -154,7 +155,7 @@ def search(conn: Connection, account_id: int, *, msisdn: str | None = None,
         f"SELECT {COLUMNS} FROM suppressions WHERE {where} ORDER BY id DESC LIMIT ?",
         (*args, limit + 1)).fetchall()
     entries = [_entry(r) for r in rows[:limit]]
-    return Page(entries, int(total_row[0]) if total_row else 0, len(rows) > limit)
+    return Page(entries, as_int(total_row[0]) if total_row else 0, len(rows) > limit)
 
 
 def suppressed_count(conn: Connection, account_id: int, list_id: int) -> int:
@@ -165,4 +166,4 @@ def suppressed_count(conn: Connection, account_id: int, list_id: int) -> int:
         "SELECT count(*) FROM contacts c JOIN suppressions s"
         " ON s.account_id = ? AND s.msisdn = c.msisdn WHERE c.list_id = ?",
         (account_id, list_id)).fetchone()
-    return int(row[0]) if row else 0
+    return as_int(row[0]) if row else 0

@@ -55,6 +55,7 @@ from appliance.reports.states import (
 from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS
+from appliance.store.rows import as_int
 
 _IN_CHUNK = 500
 # A part row in this state was never taken by the provider: no report is about it.
@@ -120,7 +121,7 @@ def find_message(conn: Connection, row: Waiting) -> MessageState | None:
                 (row.provider, row.provider_msg_id)).fetchone()
     if found is None:
         return None
-    return MessageState(int(found[0]), str(found[1]), str(found[2]), int(found[3]),
+    return MessageState(as_int(found[0]), str(found[1]), str(found[2]), as_int(found[3]),
                         None if found[4] is None else int(found[4]), _text(found[5]),
                         _text(found[6]))
 

@@ -41,6 +41,7 @@ from appliance.reports.states import (
 )
 from appliance.store.connection import Connection
 from appliance.store.rollups import counts, created_between
+from appliance.store.rows import as_int
 
 HOUR_MS = 3_600_000
 _OPEN = ",".join(f"'{s}'" for s in sorted(OPEN_AFTER_SUBMIT))
@@ -204,7 +205,7 @@ def overdue(conn: Connection, now_ms: int, delivery_window_hours: float,
         (window_end, *args, window_end, *args, lookback_start, *args, lookback_start, *args)
     ).fetchone()
     assert row is not None
-    return sum(int(v) for v in row)
+    return sum(as_int(v) for v in row)
 
 
 def as_json(value: Any) -> dict[str, Any]:

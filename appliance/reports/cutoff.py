@@ -20,6 +20,7 @@ from appliance.runtime import Runtime
 from appliance.store import dialect
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int, as_str, opt_str
 
 LOOP = "cutoff"
 HOUR_MS = 3_600_000
@@ -30,11 +31,11 @@ CUT_OFF_ERROR = "no final report within the delivery window"
 
 def overdue_ids(conn: Connection, submitted_before: int, limit: int) -> list[int]:
     """Open messages submitted before ``submitted_before`` (a read unit)."""
-    ids = [int(r[0]) for r in conn.execute(
+    ids = [as_int(r[0]) for r in conn.execute(
         f"SELECT id FROM messages WHERE state IN ({_MARKS}) AND submitted_at < ? LIMIT ?",
         (*_OPEN, submitted_before, limit))]
     if len(ids) < limit:
-        ids += [int(r[0]) for r in conn.execute(
+        ids += [as_int(r[0]) for r in conn.execute(
             f"SELECT id FROM messages WHERE state IN ({_MARKS}) AND submitted_at IS NULL"
             " AND created_at < ? LIMIT ?", (*_OPEN, submitted_before, limit - len(ids)))]
     return ids
@@ -72,8 +73,8 @@ def cut_off(conn: Connection, ids: list[int], now_ms: int) -> int:
     for message_id, part, state, state_at, error in conn.execute(
             "SELECT message_id, part, state, state_at, error FROM message_parts"
             f" WHERE message_id IN ({id_marks})", tuple(open_ids)):
-        parts.setdefault(int(message_id), []).append(
-            PartView(int(part), str(state), int(state_at), None if error is None else str(error)))
+        parts.setdefault(as_int(message_id), []).append(
+            PartView(as_int(part), as_str(state), as_int(state_at), opt_str(error)))
     updates: list[tuple[Any, ...]] = []
     for message_id, state, was_finalised in still:
         found = parts.get(int(message_id))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from appliance.providers import ParsedReport
 from appliance.store import dialect
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 # DLR-4: seconds before the next match attempt, by attempts already made.
 BACKOFF_S = (1, 5, 15, 60, 300, 1800, 7200, 21600)
@@ -119,7 +120,7 @@ def store_raw(conn: Connection, raw: RawCallback, now_ms: int, parsed: bool,
          1 if parsed else 0, error),
     ).fetchone()
     assert row is not None
-    return int(row[0])
+    return as_int(row[0])
 
 
 def mark_raw_unparsed(conn: Connection, raw_id: int, error: str) -> None:
@@ -140,7 +141,7 @@ def file_report(conn: Connection, report: InboxReport, raw_id: int | None,
          now_ms),
     ).fetchone()
     assert row is not None
-    if int(row[9]) > 0:
+    if as_int(row[9]) > 0:
         return None
     return waiting_from_row(row)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from appliance.store import dialect
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def waiting_by_provider(conn: Connection) -> list[ProviderWaiting]:
     # From the partial index of the waiting ones: grouped by provider, SQLite (without
     # statistics) read every report kept, applied or not, through the provider's index.
     waiting = dialect.of(conn).indexed_by("report_inbox_waiting_since")
-    return [ProviderWaiting(str(r[0]), int(r[1]), int(r[2])) for r in conn.execute(
+    return [ProviderWaiting(str(r[0]), as_int(r[1]), as_int(r[2])) for r in conn.execute(
         f"SELECT provider, count(*), min(received_at) FROM report_inbox{waiting}"
         " WHERE applied_at IS NULL GROUP BY provider ORDER BY provider")]
 

@@ -13,6 +13,7 @@ from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.suppressions import refuse_if_suppressed
 from appliance.sending.campaigns import PRIORITY_HIGH
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 from appliance.store.singleton import one_at_a_time
 
 
@@ -65,7 +66,7 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
                     "this Idempotency-Key was used for a different message; "
                     "use a new key for a new message"
                 )
-            return Accepted(str(row[0]), str(row[1]), False, str(row[5]), int(row[6]),
+            return Accepted(str(row[0]), str(row[1]), False, str(row[5]), as_int(row[6]),
                             None if row[7] is None else str(row[7]),
                             None if row[8] is None else int(row[8]))
     seg = seg or segment(new.body, new.turkish)

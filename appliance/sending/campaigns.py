@@ -27,6 +27,7 @@ from appliance.reports.states import FINAL_STATES
 from appliance.sending.personalise import Template, as_written, parse
 from appliance.sending.windows import SendWindow, window_of
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 from appliance.store.singleton import one_at_a_time
 
 # Messages still to be sent (or being sent): a campaign with any is not done.
@@ -143,7 +144,7 @@ def list_id_of(conn: Connection, account_id: int, list_name: str) -> int:
     ).fetchone()
     if lst is None:
         raise NoSuchList(f"no list named {list_name!r}")
-    return int(lst[0])
+    return as_int(lst[0])
 
 
 

@@ -23,6 +23,7 @@ from appliance.sending.windows import SendWindow
 from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.owner import OWNER, dead_owners
+from appliance.store.rows import as_int
 
 RESENDABLE = ("QUEUED", "RETRY")
 # A part row in this state is not taken yet: the next attempt sends it.
@@ -81,7 +82,7 @@ def known_parts(conn: Connection, ids: list[int]) -> dict[int, list[tuple[int, s
         for message_id, part, state in conn.execute(
                 "SELECT message_id, part, state FROM message_parts"
                 f" WHERE message_id IN ({marks}) ORDER BY message_id, part", tuple(chunk)):
-            out.setdefault(int(message_id), []).append((int(part), str(state)))
+            out.setdefault(as_int(message_id), []).append((as_int(part), str(state)))
     return out
 
 
@@ -117,7 +118,7 @@ def _reserve(conn: Connection, provider: str, lane: Lane, now_ms: int, stamp: in
     for state in ("RETRY", "QUEUED"):
         if len(ids) >= limit:
             break
-        ids += [int(r[0]) for r in conn.execute(
+        ids += [as_int(r[0]) for r in conn.execute(
             f"SELECT id FROM messages{lanes} WHERE {_WAITING} AND state = ? AND provider = ?"
             f" AND priority = ? AND {camp} AND next_attempt_at <= ?"
             f" ORDER BY next_attempt_at LIMIT ?{dialect.of(conn).skip_locked}",
@@ -141,7 +142,7 @@ def campaigns_waiting(conn: Connection, provider: str) -> list[int]:
             (provider, PRIORITY_NORMAL, last)).fetchone()
         if row is None:
             return found
-        last = int(row[0])
+        last = as_int(row[0])
         found.append(last)
 
 
@@ -230,7 +231,7 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
                     f" state, encoding FROM messages{by_id} WHERE id IN ({marks})"
                     " AND claimed_at = ?",
                     (*chunk, stamp)):
-                rows[int(r[0])] = r
+                rows[as_int(r[0])] = r
         if rows or not cancelled:
             retried = [i for i, r in rows.items() if r[8] == "RETRY"]
             earlier = known_parts(conn, retried) if retried else {}

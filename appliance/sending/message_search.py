@@ -11,6 +11,7 @@ from typing import Any
 
 from appliance.sending.messages import MESSAGE_COLUMNS, Message
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,6 @@ def search_messages(conn: Connection, account_id: int, f: MessageFilter,
 def campaign_choices(conn: Connection, account_id: int,
                      limit: int = 200) -> list[tuple[int, str]]:
     """(campaign id, list name) of the account's latest campaigns."""
-    return [(int(r[0]), str(r[1])) for r in conn.execute(
+    return [(as_int(r[0]), str(r[1])) for r in conn.execute(
         "SELECT c.id, l.name FROM campaigns c JOIN lists l ON l.id = c.list_id"
         " WHERE c.account_id = ? ORDER BY c.id DESC LIMIT ?", (account_id, limit))]

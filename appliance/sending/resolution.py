@@ -13,6 +13,7 @@ from appliance.reports.states import FINAL_STATES
 from appliance.sending.claims import PART_TO_SEND
 from appliance.store import dialect
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 RESEND, MARK_FAILED = "resend", "mark_failed"
 ACTIONS = (RESEND, MARK_FAILED)
@@ -81,7 +82,7 @@ def resolve_campaign(conn: Connection, campaign_id: int, action: str, actor: str
     """The same decision for every ``UNCERTAIN`` message of a campaign (a write unit);
     returns how many were resolved. One that a report settled at another process since
     it was found is no longer uncertain: it is left as the report made it."""
-    ids = [int(r[0]) for r in conn.execute(
+    ids = [as_int(r[0]) for r in conn.execute(
         "SELECT id FROM messages WHERE campaign_id = ? AND state = 'UNCERTAIN'", (campaign_id,))]
     resolved = 0
     for message_id in ids:

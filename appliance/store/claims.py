@@ -23,6 +23,7 @@ from typing import Any
 
 from appliance.store import dialect
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def claim(conn: Connection, what: Claimable, *, owner: str, now_ms: int, lease_m
            f" ORDER BY {what.order_by} LIMIT ?{dialect.of(conn).skip_locked})"
            f" RETURNING {key}")
     rows = conn.execute(sql, (owner, now_ms + lease_ms, *ready_params, now_ms, limit)).fetchall()
-    return sorted(int(r[0]) for r in rows)
+    return sorted(as_int(r[0]) for r in rows)
 
 
 def renew(conn: Connection, what: Claimable, keys: Sequence[int], *, owner: str,

@@ -16,14 +16,18 @@ T = TypeVar("T")
 Params = Sequence[Any] | Mapping[str, Any]
 
 
+SqlValue = int | float | str | bytes | None
+Row = tuple[SqlValue, ...]
+
+
 class Cursor(Protocol):
     """What ``execute`` returns: rows as tuples."""
 
-    def fetchone(self) -> Any: ...
+    def fetchone(self) -> Row | None: ...
 
-    def fetchall(self) -> list[Any]: ...
+    def fetchall(self) -> list[Row]: ...
 
-    def __iter__(self) -> Iterator[Any]: ...
+    def __iter__(self) -> Iterator[Row]: ...
 
 
 class Connection(Protocol):

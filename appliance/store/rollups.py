@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int, as_str
 
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
@@ -114,7 +115,7 @@ def counts(conn: Connection, name: str) -> dict[str, int]:
     for ``messages``, :func:`message_states`."""
     if name == "messages":
         return message_states(conn)
-    return {str(k): int(n) for k, n in conn.execute(
+    return {str(k): as_int(n) for k, n in conn.execute(
         "SELECT key, n FROM row_counts WHERE name = ? AND n <> 0", (name,))}
 
 
@@ -136,12 +137,12 @@ def _uncounted(conn: Connection, lo: int | None, hi: int | None,
     for minute, counted, state, n in conn.execute(
             "SELECT created_at / 60000, counted_state, state, count(*) FROM messages"
             f" WHERE {' AND '.join(where)} GROUP BY 1, 2, 3", tuple(args)):
-        yield int(minute), None if counted is None else str(counted), str(state), int(n)
+        yield as_int(minute), None if counted is None else str(counted), str(state), as_int(n)
 
 
 def message_states(conn: Connection) -> dict[str, int]:
     """Messages by state, every account (for ``/metrics``)."""
-    out = {str(k): int(n) for k, n in conn.execute(
+    out = {str(k): as_int(n) for k, n in conn.execute(
         "SELECT key, n FROM row_counts WHERE name = 'messages'")}
     for _minute, counted, state, n in _uncounted(conn, None, None, None):
         if counted is not None:
@@ -159,7 +160,7 @@ def _scan(conn: Connection, lo: int, hi: int, account_id: int | None
     sql = (f"SELECT created_at / {HOUR_MS}, state, count(*) FROM messages"
            f" WHERE created_at >= ? AND created_at < ?{where} GROUP BY 1, 2")
     for hour, state, n in conn.execute(sql, (lo, hi, *args)):
-        yield int(hour), str(state), int(n)
+        yield as_int(hour), str(state), as_int(n)
 
 
 def _minutes(conn: Connection, first: int, stop: int, account_id: int | None
@@ -176,7 +177,7 @@ def _minutes(conn: Connection, first: int, stop: int, account_id: int | None
                " WHERE account_id = ? AND minute >= ? AND minute < ? GROUP BY 1, 2")
         params = (account_id, first, stop)
     for hour, state, n in conn.execute(sql, params):
-        yield int(hour), str(state), int(n)
+        yield as_int(hour), str(state), as_int(n)
     for minute, counted, state, n in _uncounted(conn, first * MINUTE_MS, stop * MINUTE_MS,
                                                 account_id):
         if counted is not None:
@@ -218,21 +219,24 @@ def drift(conn: Connection) -> list[str]:
     problems: list[str] = []
     kept: dict[tuple[int, int, str], int] = {}
     for a, m, s, n in conn.execute("SELECT account_id, minute, state, n FROM message_counts"):
-        kept[int(a), int(m), str(s)] = int(n)
+        kept[as_int(a), as_int(m), str(s)] = as_int(n)
     for a, m, counted, s in conn.execute(
             "SELECT account_id, created_at / 60000, counted_state, state FROM messages"
             f" WHERE {_UNCOUNTED}"):
         if counted is not None:
-            kept[int(a), int(m), str(counted)] = kept.get((int(a), int(m), str(counted)), 0) - 1
-        kept[int(a), int(m), str(s)] = kept.get((int(a), int(m), str(s)), 0) + 1
-    real = {(int(a), int(m), str(s)): int(n) for a, m, s, n in conn.execute(MESSAGE_RECOUNT)}
+            was = (as_int(a), as_int(m), as_str(counted))
+            kept[was] = kept.get(was, 0) - 1
+        now = (as_int(a), as_int(m), as_str(s))
+        kept[now] = kept.get(now, 0) + 1
+    real = {(as_int(a), as_int(m), as_str(s)): as_int(n)
+            for a, m, s, n in conn.execute(MESSAGE_RECOUNT)}
     for where in sorted(set(kept) | set(real)):
         if kept.get(where, 0) != real.get(where, 0):
             problems.append(f"message_counts {where}: kept {kept.get(where, 0)},"
                             f" counted {real.get(where, 0)}")
     for name, sql in RECOUNTS.items():
         have = counts(conn, name)
-        want = {str(k): int(n) for k, n in conn.execute(sql)}
+        want = {str(k): as_int(n) for k, n in conn.execute(sql)}
         for key in sorted(set(have) | set(want)):
             if have.get(key, 0) != want.get(key, 0):
                 problems.append(f"row_counts {name}/{key}: kept {have.get(key, 0)},"

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 from appliance.users import User
 from appliance.web.parts import parts_of
 
@@ -84,8 +85,8 @@ def session_for(conn: Connection, token: str, now_ms: int) -> ConsoleSession | N
     ).fetchone()
     if row is None:
         return None
-    user = User(int(row[0]), str(row[1]), int(row[2]), str(row[3]))
-    return ConsoleSession(user, str(row[4]), int(row[5]))
+    user = User(as_int(row[0]), str(row[1]), as_int(row[2]), str(row[3]))
+    return ConsoleSession(user, str(row[4]), as_int(row[5]))
 
 
 def end_session(conn: Connection, token: str) -> None:

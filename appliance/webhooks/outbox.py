@@ -23,6 +23,7 @@ from typing import Any
 from appliance.clock import iso
 from appliance.store import dialect, webhook_triggers
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 ERROR_CHARS = 300
 # The events are written by triggers defined once for both engines (see that module for
@@ -105,7 +106,7 @@ def set_receiver(conn: Connection, url: str | None, now_ms: int) -> Gate:
     row = conn.execute("SELECT consecutive_failures, paused_until FROM webhook_receiver"
                        " WHERE id = 1").fetchone()
     assert row is not None
-    return Gate(int(row[0]), int(row[1]))
+    return Gate(as_int(row[0]), as_int(row[1]))
 
 
 def due_events(conn: Connection, now_ms: int, limit: int) -> tuple[list[Event], int | None]:

@@ -13,6 +13,7 @@ from appliance.providers.http_json import body_signature
 from appliance.reports.inbox import InboxReport
 from appliance.store import dialect
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 
 SECRET = "cb-secret-for-tests"
 PROVIDER = "gw"
@@ -23,7 +24,7 @@ def add_account(conn: Connection, name: str = "acme") -> int:
         "INSERT INTO accounts (name, created_at) VALUES (?, 0) RETURNING id", (name,)
     ).fetchone()
     assert row is not None
-    return int(row[0])
+    return as_int(row[0])
 
 
 def add_message(conn: Connection, account_id: int, ref: str, state: str = "SUBMITTED",
@@ -38,7 +39,7 @@ def add_message(conn: Connection, account_id: int, ref: str, state: str = "SUBMI
          submitted_at),
     ).fetchone()
     assert row is not None
-    return int(row[0])
+    return as_int(row[0])
 
 
 def message(conn: Connection, ref: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from appliance.config import Settings
 from appliance.store import Store
 from appliance.store.connection import Connection
 from appliance.store.errors import INTEGRITY_ERRORS, STORE_ERRORS
+from appliance.store.rows import as_int
 from appliance.store.writer import WriterClosed
 
 ENGINES = ["sqlite", "postgresql"]
@@ -64,7 +65,7 @@ def insert_state(key: str) -> Callable[[Connection], int]:
 def count_state(conn: Connection) -> int:
     row = conn.execute("SELECT count(*) FROM appliance_state").fetchone()
     assert row is not None
-    return int(row[0])
+    return as_int(row[0])
 
 
 def hold(store: Store[Connection]) -> threading.Event:

@@ -17,6 +17,7 @@ from appliance.config import Settings
 from appliance.ops.backup.status import read_status
 from appliance.reports.alerts import Alert
 from appliance.store.connection import Connection
+from appliance.store.rows import as_int
 from appliance.webhooks.outbox import outbox_health
 
 BACKUP_GRACE = 1.25
@@ -48,7 +49,7 @@ def backup_alert(settings: Settings, now_ms: int) -> Alert:
 
 def stuck_imports(conn: Connection, settings: Settings, now_ms: int) -> list[int]:
     cutoff = now_ms - int(settings.imports.stuck_after_s * 1000)
-    return [int(r[0]) for r in conn.execute(
+    return [as_int(r[0]) for r in conn.execute(
         "SELECT id FROM import_jobs WHERE state = 'RUNNING' AND updated_at < ? ORDER BY id",
         (cutoff,))]
 

@@ -53,6 +53,7 @@ from appliance.reports.coverage import coverage, inbox_health, overdue
 from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 from appliance.store.rollups import counts
+from appliance.store.rows import as_int
 from appliance.webhooks.outbox import OutboxHealth, outbox_health
 
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -84,7 +85,7 @@ class DbSnapshot:
 
 
 def _grouped(conn: Connection, sql: str) -> dict[str, int]:
-    return {str(k): int(v) for k, v in conn.execute(sql)}
+    return {str(k): as_int(v) for k, v in conn.execute(sql)}
 
 
 def read_snapshot(conn: Connection, settings: Settings, now_ms: int) -> DbSnapshot:

@@ -11,6 +11,7 @@ from appliance.store import Store
 from appliance.store.connection import Connection
 from appliance.store.owner import OWNER, dead_owners
 from appliance.store.pg import PgConnection
+from appliance.store.rows import as_int, one
 from appliance.store.singleton import Singleton
 from tests.reports.support import PROVIDER, add_account, add_message
 
@@ -73,15 +74,15 @@ def test_an_import_job_held_by_a_live_process_is_not_taken(pg_store: Store[PgCon
     acct = pg_store.writer.call(add_account)
 
     def add_job(conn: Connection, key: str, owner: str | None) -> int:
-        lst = conn.execute(
+        lst = one(conn.execute(
             "INSERT INTO lists (account_id, name, created_at) VALUES (?, ?, 0)"
             " ON CONFLICT (account_id, name) DO UPDATE SET created_at = 0 RETURNING id",
-            (acct, "l")).fetchone()[0]
-        return int(conn.execute(
+            (acct, "l")))[0]
+        return as_int(one(conn.execute(
             "INSERT INTO import_jobs (account_id, list_id, idempotency_key, payload_sha256,"
             " region, state, total, created_at, updated_at, lease_owner)"
             " VALUES (?, ?, ?, 'x', 'TR', 'RUNNING', 10, 0, 0, ?) RETURNING id",
-            (acct, lst, key, owner)).fetchone()[0])
+            (acct, lst, key, owner)))[0])
 
     alive = holding(pg_url, "host:1:alive")
     try:

@@ -33,6 +33,7 @@ from appliance.store.pg_triggers import (
     installed,
     webhooks_installed,
 )
+from appliance.store.rows import as_int
 from appliance.store.schema import migrate as migrate_sqlite
 from appliance.store.schema import open_connection
 from appliance.store.transfer import copy_to_postgresql
@@ -209,7 +210,7 @@ COUNTED = ("report_inbox", "raw_reports", "raw_inbound", "suppressions", "inboun
 
 
 def ids_of(conn: Connection) -> dict[str, list[int]]:
-    return {t: [int(r[0]) for r in conn.execute(f"SELECT id FROM {t} ORDER BY id")]
+    return {t: [as_int(r[0]) for r in conn.execute(f"SELECT id FROM {t} ORDER BY id")]
             for t in COUNTED}
 
 
