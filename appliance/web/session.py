@@ -12,87 +12,31 @@ server-signed, single-use one per form: :mod:`appliance.web.pages.sign_in_guard`
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import secrets
-from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from appliance.store.connection import Connection
-from appliance.store.rows import as_int
-from appliance.users import User
+from appliance.console_sessions import (
+    MAX_TOKEN,
+    SESSION_TTL_MS,
+    ConsoleSession,
+    session_for,
+)
 from appliance.web.parts import parts_of
 
 SESSION_COOKIE = "appliance_session"
 SIGN_IN_COOKIE = "appliance_signin"
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
-SESSION_TTL_MS = 12 * 3600 * 1000
 SIGN_IN_TTL_S = 3600
-MAX_TOKEN = 100
 _UNSET = object()
-
-
-@dataclass(frozen=True)
-class ConsoleSession:
-    user: User
-    csrf_token: str
-    expires_at: int
-
-    @property
-    def account_id(self) -> int:
-        return self.user.account_id
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def tokens_match(expected: str, presented: str | None) -> bool:
     if not presented or not expected or len(presented) > MAX_TOKEN:
         return False
     return hmac.compare_digest(expected.encode("utf-8"), presented.encode("utf-8"))
-
-
-def create_session(conn: Connection, user_id: int, now_ms: int,
-                   ttl_ms: int = SESSION_TTL_MS) -> str:
-    """Write unit: a new session for ``user_id``; returns the cookie token in clear.
-
-    Expired sessions are deleted on the way, so the table stays small.
-    """
-    conn.execute("DELETE FROM sessions WHERE expires_at <= ?", (now_ms,))
-    token = secrets.token_urlsafe(32)
-    conn.execute(
-        "INSERT INTO sessions (token_hash, user_id, csrf_token, created_at, expires_at)"
-        " VALUES (?, ?, ?, ?, ?)",
-        (hash_token(token), user_id, secrets.token_urlsafe(32), now_ms, now_ms + ttl_ms),
-    )
-    return token
-
-
-def session_for(conn: Connection, token: str, now_ms: int) -> ConsoleSession | None:
-    """Read unit: the live session whose cookie is ``token``, or None."""
-    if not token or len(token) > MAX_TOKEN:
-        return None
-    row = conn.execute(
-        "SELECT u.id, u.name, u.account_id, a.name, s.csrf_token, s.expires_at"
-        " FROM sessions s JOIN users u ON u.id = s.user_id"
-        " JOIN accounts a ON a.id = u.account_id"
-        " WHERE s.token_hash = ? AND s.expires_at > ?",
-        (hash_token(token), now_ms),
-    ).fetchone()
-    if row is None:
-        return None
-    user = User(as_int(row[0]), str(row[1]), as_int(row[2]), str(row[3]))
-    return ConsoleSession(user, str(row[4]), as_int(row[5]))
-
-
-def end_session(conn: Connection, token: str) -> None:
-    """Write unit: forget the session behind ``token`` (sign-out)."""
-    conn.execute("DELETE FROM sessions WHERE token_hash = ?", (hash_token(token),))
-
 
 
 async def current_session(request: Request) -> ConsoleSession | None:

@@ -46,3 +46,18 @@ def test_every_kind_of_refusal_has_its_status() -> None:
     assert (answer.status, answer.error, answer.message, answer.extra) == (
         409, "suppressed", "on the list", {"msisdn": "+905321234567"})
     assert api_error(refusals.Unavailable("storage_full", "full")).retry_after is not None
+
+
+def test_the_console_runs_no_sql_of_its_own() -> None:
+    """The console's pages, its session and its sign-in guard call units of the domain
+    (``appliance.console_sessions``, ``appliance.sign_in_attempts``, the use cases);
+    none of them sends a statement itself."""
+    console = [*sorted(PAGES.glob("*.py")), PAGES.parent / "session.py"]
+    sending: dict[str, int] = {}
+    for path in console:
+        calls = [node for node in ast.walk(ast.parse(path.read_text(), str(path)))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                 and node.func.attr in ("execute", "executemany")]
+        if calls:
+            sending[path.name] = len(calls)
+    assert sending == {}

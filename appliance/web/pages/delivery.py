@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.console_sessions import ConsoleSession
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.ops.observability.summary import summary
 from appliance.providers.registry import Providers
@@ -39,7 +40,6 @@ from appliance.web.pages.render import page
 from appliance.web.pages.sending import STATE_ORDER
 from appliance.web.pages.timeline import message_timeline
 from appliance.web.parts import parts_of
-from appliance.web.session import ConsoleSession
 
 ALERT_TITLES = {
     "coverage_low": "Coverage below the minimum",

@@ -17,6 +17,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from appliance.console_sessions import ConsoleSession
 from appliance.disk import is_storage_error
 from appliance.logs import note_not_stored
 from appliance.runtime import Runtime
@@ -26,13 +27,7 @@ from appliance.web.forms import parse_form
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.parts import parts_of
 from appliance.web.request_reading import read_limited
-from appliance.web.session import (
-    CSRF_FIELD,
-    ConsoleSession,
-    current_session,
-    presented_csrf,
-    tokens_match,
-)
+from appliance.web.session import CSRF_FIELD, current_session, presented_csrf, tokens_match
 
 SMALL_FORM_BYTES = 64 * 1024
 Handler = Callable[[Request, ConsoleSession, FormData], Awaitable[Response]]

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.console_sessions import ConsoleSession
 from appliance.disk import below_reserve
 from appliance.imports.accept import (
     StreamedLineCount,
@@ -52,7 +53,6 @@ from appliance.web.import_answers import job_json, rejects_response
 from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import json_answer, page, wants_json
 from appliance.web.parts import parts_of
-from appliance.web.session import ConsoleSession
 
 TERMINAL = ("DONE", "FAILED", "CANCELLED")
 MAX_ID = 2**62

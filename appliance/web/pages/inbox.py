@@ -15,13 +15,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.console_sessions import ConsoleSession
 from appliance.reports.coverage import inbox_health
 from appliance.reports.inbox_view import waiting_by_provider, waiting_reports
 from appliance.store.connection import Connection
 from appliance.web.pages.guard import console_page
 from appliance.web.pages.render import page
 from appliance.web.parts import parts_of
-from appliance.web.session import ConsoleSession
 
 SHOWN = 200
 

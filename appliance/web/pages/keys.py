@@ -13,10 +13,10 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.accounts import SHOWN_PREFIX, add_key, get_key, list_keys, revoke_key
+from appliance.console_sessions import ConsoleSession
 from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
 from appliance.web.parts import parts_of
-from appliance.web.session import ConsoleSession
 
 MAX_ID = 2**62
 

@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from appliance.console_sessions import ConsoleSession
 from appliance.csv_export import spreadsheet_safe
 from appliance.imports import contact_lists as cl
 from appliance.imports.normalise import Invalid, normalise_msisdn
@@ -35,7 +36,6 @@ from appliance.web.errors import ascii_int
 from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
 from appliance.web.parts import parts_of
-from appliance.web.session import ConsoleSession
 
 PAGE_SIZE = 100
 MAX_ID = 2**62

@@ -19,6 +19,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance import refusals
+from appliance.console_sessions import ConsoleSession
 from appliance.imports.accept import check_region
 from appliance.imports.normalise import Invalid, normalise_msisdn
 from appliance.inbound.store import list_inbound
@@ -33,7 +34,6 @@ from appliance.web.optout_json import import_summary_json, inbound_json, suppres
 from appliance.web.pages.guard import console_page
 from appliance.web.pages.render import page, when
 from appliance.web.parts import parts_of
-from appliance.web.session import ConsoleSession
 
 PAGE_SIZE = 50
 

@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 
 from appliance.clock import iso
-from appliance.web.session import CSRF_FIELD, ConsoleSession
+from appliance.console_sessions import ConsoleSession
+from appliance.web.session import CSRF_FIELD
 
 WEB_DIR = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = WEB_DIR / "templates"

@@ -21,6 +21,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.clock import iso
+from appliance.console_sessions import ConsoleSession
 from appliance.disk import below_reserve
 from appliance.imports.import_job import list_jobs, list_lists, list_summary
 from appliance.refusals import Malformed, Refused
@@ -51,7 +52,6 @@ from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
 from appliance.web.parts import parts_of
 from appliance.web.sending_json import campaign_json
-from appliance.web.session import ConsoleSession
 
 MAX_ID = 2**62
 KEY_PREFIX = "console:"

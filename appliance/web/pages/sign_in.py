@@ -16,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.console_sessions import ConsoleSession, create_session, end_session
+from appliance.sign_in_attempts import clear_failures, user_key
 from appliance.store.connection import Connection
 from appliance.users import User, absent_user_hash, user_for_sign_in, verify_password
 from appliance.web.errors import ApiError
@@ -26,17 +28,13 @@ from appliance.web.pages.guard import (
     safe_next,
 )
 from appliance.web.pages.render import page
-from appliance.web.pages.sign_in_guard import clear_failures, user_key
 from appliance.web.parts import parts_of
 from appliance.web.session import (
     CSRF_FIELD,
     SESSION_COOKIE,
     SIGN_IN_COOKIE,
-    ConsoleSession,
     clear_session_cookie,
-    create_session,
     current_session,
-    end_session,
     set_session_cookie,
     set_sign_in_cookie,
 )

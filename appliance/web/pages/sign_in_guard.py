@@ -18,7 +18,8 @@
   :data:`TOKEN_TTL_S`, so guesses cannot reuse one form.
 
 The counts (table ``sign_in_failures``), the used tokens (``sign_in_tokens_used``) and
-the tokens' key (``appliance_state``, :data:`FORM_KEY_STATE`) are in the database, so
+the tokens' key (``appliance_state``, :data:`FORM_KEY_STATE`) are in the database
+(their units are :mod:`appliance.sign_in_attempts`, below the web layer), so
 with several processes on one PostgreSQL database (behind a load balancer) a form one
 process gave is good at another, once, and a guess counts at all of them. Only the
 hashing bound is each process's own: it guards that process's memory and CPU. Rows
@@ -36,100 +37,23 @@ import hmac
 import math
 import secrets
 from collections.abc import AsyncIterator
-from typing import Any, Final
 
 from appliance.runtime import Runtime
-from appliance.store.connection import Connection
+from appliance.sign_in_attempts import (
+    FREE_FAILURES_PER_ADDRESS,
+    FREE_FAILURES_PER_USER,
+    TOKEN_TTL_S,
+    address_key,
+    blocked_s,
+    form_key,
+    record_failure,
+    stored_form_key,
+    use_token,
+    user_key,
+)
 
-FREE_FAILURES_PER_USER = 3
-FREE_FAILURES_PER_ADDRESS = 10
-FIRST_DELAY_S = 1.0
-MAX_DELAY_S = 900.0
-FORGET_AFTER_S = 3600.0
 MAX_HASHING = 2
 MAX_WAITING = 16
-TOKEN_TTL_S = 3600
-FORM_KEY_STATE: Final = "console.sign_in_form_key"
-_FORGET_MS: Final = int(FORGET_AFTER_S * 1000)
-
-
-def user_key(name: str) -> str:
-    return f"user:{name}"
-
-
-def address_key(address: str) -> str:
-    return f"addr:{address}"
-
-
-def delay_s(failures: int, free_failures: int) -> float:
-    """How long a key waits after its ``failures``-th failure in a row (0: not at all)."""
-    beyond = failures - free_failures
-    if beyond <= 0:
-        return 0.0
-    return float(min(FIRST_DELAY_S * 2.0 ** min(beyond - 1, 30), MAX_DELAY_S))
-
-
-def record_failure(conn: Connection, keys: list[tuple[str, int]], now_ms: int) -> None:
-    """A write unit: one more failure for each ``(key, free failures)``; a count older
-    than :data:`FORGET_AFTER_S` starts again. One statement per key counts it, so
-    processes failing the same name at once each add theirs."""
-    for key, free in keys:
-        row: Any = conn.execute(
-            "INSERT INTO sign_in_failures (key, failures, blocked_until, last_at)"
-            " VALUES (?, 1, 0, ?) ON CONFLICT (key) DO UPDATE SET"
-            " failures = CASE WHEN excluded.last_at - sign_in_failures.last_at > ? THEN 1"
-            " ELSE sign_in_failures.failures + 1 END,"
-            " blocked_until = CASE WHEN excluded.last_at - sign_in_failures.last_at > ?"
-            " THEN 0 ELSE sign_in_failures.blocked_until END,"
-            " last_at = excluded.last_at"
-            " RETURNING failures", (key, now_ms, _FORGET_MS, _FORGET_MS)).fetchone()
-        wait = delay_s(int(row[0]), free)
-        if wait:
-            conn.execute("UPDATE sign_in_failures SET blocked_until = ? WHERE key = ?",
-                         (now_ms + int(wait * 1000), key))
-    conn.execute("DELETE FROM sign_in_failures WHERE last_at < ?", (now_ms - _FORGET_MS,))
-
-
-def clear_failures(conn: Connection, key: str) -> None:
-    """Part of a write unit: the key's count is forgotten (a correct password)."""
-    conn.execute("DELETE FROM sign_in_failures WHERE key = ?", (key,))
-
-
-def blocked_s(conn: Connection, keys: list[str], now_ms: int) -> float:
-    """How long, in seconds, until none of ``keys`` is blocked (0: none is now)."""
-    marks = ", ".join("?" for _ in keys)
-    rows: list[Any] = conn.execute(
-        f"SELECT blocked_until FROM sign_in_failures WHERE key IN ({marks})"
-        " AND last_at >= ?", (*keys, now_ms - _FORGET_MS)).fetchall()
-    return max([0.0] + [(int(r[0]) - now_ms) / 1000 for r in rows])
-
-
-def use_token(conn: Connection, nonce: str, issued_ms: int, now_ms: int) -> bool:
-    """A write unit: whether this is the token's first use (it is then used up)."""
-    conn.execute("DELETE FROM sign_in_tokens_used WHERE issued_at < ?",
-                 (now_ms - TOKEN_TTL_S * 1000,))
-    row = conn.execute(
-        "INSERT INTO sign_in_tokens_used (nonce, issued_at) VALUES (?, ?)"
-        " ON CONFLICT (nonce) DO NOTHING RETURNING nonce", (nonce, issued_ms)).fetchone()
-    return row is not None
-
-
-def stored_form_key(conn: Connection) -> bytes | None:
-    """The tokens' key, when a process has made it."""
-    row: Any = conn.execute("SELECT value FROM appliance_state WHERE key = ?",
-                            (FORM_KEY_STATE,)).fetchone()
-    return bytes.fromhex(str(row[0])) if row is not None else None
-
-
-def form_key(conn: Connection, now_ms: int) -> bytes:
-    """A write unit: the tokens' key, made by the first process that needs it."""
-    conn.execute("INSERT INTO appliance_state (key, value, updated_at) VALUES (?, ?, ?)"
-                 " ON CONFLICT (key) DO NOTHING",
-                 (FORM_KEY_STATE, secrets.token_hex(32), now_ms))
-    key = stored_form_key(conn)
-    assert key is not None
-    return key
-
 
 class HashingGate:
     """At most ``slots`` password checks at once, and a bounded queue behind them."""

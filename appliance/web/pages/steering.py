@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.console_sessions import ConsoleSession
 from appliance.refusals import Refused
 from appliance.sending import resolution
 from appliance.sending.campaign_requests import (
@@ -33,7 +34,6 @@ from appliance.web.pages.guard import console_page, refusal
 from appliance.web.pages.render import page
 from appliance.web.parts import parts_of
 from appliance.web.sending_json import campaign_json
-from appliance.web.session import ConsoleSession
 
 MAX_ID = 2**62
 VERBS = (*CONTROLS, "resend", "mark_failed")

@@ -17,11 +17,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.console_sessions import ConsoleSession
 from appliance.store.connection import Connection
 from appliance.web.pages.guard import console_page
 from appliance.web.pages.render import page
 from appliance.web.parts import parts_of
-from appliance.web.session import ConsoleSession
 from appliance.webhooks.outbox import outbox_health, try_now, waiting_events
 
 SHOWN = 100
