@@ -7,6 +7,8 @@ current parser reads it again (into another list when named). A refusal is a
 
 from __future__ import annotations
 
+import secrets
+
 from appliance.clock import iso
 from appliance.imports.import_job import (
     IdempotencyConflict,
@@ -19,7 +21,6 @@ from appliance.imports.import_job import (
 from appliance.refusals import Conflict, Gone, Invalid, no_such
 from appliance.runtime import Runtime
 from appliance.scheduler import Wake
-from appliance.sending.refs import new_ref
 
 
 async def queue_rerun(runtime: Runtime, account_id: int, job_id: int,
@@ -29,7 +30,7 @@ async def queue_rerun(runtime: Runtime, account_id: int, job_id: int,
     same re-run); the import loop is woken for a new one. Refused: ``payload_pruned``
     (with ``pruned_at``), ``not_found``, ``job_running``, ``idempotency_key_reused``,
     ``list_being_deleted``."""
-    key = key or f"rerun:{job_id}:{new_ref(runtime.now_ms())}"
+    key = key or f"rerun:{job_id}:{secrets.token_hex(8)}"  # as the CLI's re-run
     try:
         job, created = await runtime.store.writer.run(
             lambda c: rerun_job(c, job_id, account_id, list_name, key, runtime.now_ms()))
