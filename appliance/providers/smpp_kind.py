@@ -44,6 +44,7 @@ OPTIONS = (
     Option("enquire_link_s", 30.0),
     Option("receipt_id_format", "auto", choices=("auto", "hex", "decimal", "as-is")),
     Option("response_timeout_s", 30.0),
+    Option("septets", "unpacked", choices=("unpacked", "packed")),
 )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from appliance.simulator.behaviour import REPORT_FORMATS, Behaviour
-from appliance.simulator.smsc_behaviour import ID_STYLES, SmscBehaviour
+from appliance.simulator.smsc_behaviour import ID_STYLES, SEPTET_LAYOUTS, SmscBehaviour
 
 _RATE = click.FloatRange(0.0, 1.0)
 
@@ -46,6 +46,10 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="A receipt not answered ESME_ROK is delivered again this much later.")
 @click.option("--smpp-seconds-in-dates", is_flag=True,
               help="Receipt dates with seconds (12 digits; else 10, minute resolution).")
+@click.option("--smpp-septets", type=click.Choice(SEPTET_LAYOUTS), default="unpacked",
+              show_default=True,
+              help="How data_coding 0 text is read: one septet an octet, or packed (as the"
+              " provider's septets option).")
 @click.option("--api-key", default=Behaviour.api_key, show_default=True,
               help="The api_key submissions must carry.")
 @click.option("--api-secret", default=Behaviour.api_secret, show_default=True,
@@ -100,6 +104,7 @@ def simulator_command(host: str, port: int, smpp_port: int | None, **knobs: Any)
             redeliver_ms=smpp["smpp_redeliver_ms"],
             repeat_delay_ms=smpp["smpp_repeat_delay_ms"],
             seconds_in_dates=smpp["smpp_seconds_in_dates"],
+            septets=smpp["smpp_septets"],
             delivered_rate=behaviour.delivered_rate,
             expired_share=behaviour.expired_share, delay_min_ms=behaviour.delay_min_ms,
             delay_max_ms=behaviour.delay_max_ms, silent_rate=behaviour.silent_rate,

@@ -337,7 +337,7 @@ class SmscSimulator:
         mid, text_id = self._new_id()
         stats.accepted[key] = mid
         stats.taken[key] += 1
-        stats.read(sm)
+        stats.read(sm, packed=b.septets == "packed")
         word, silent = self._fate(sm)
         stats.finals[mid] = word
         if silent or not sm.registered_delivery & 0x01:

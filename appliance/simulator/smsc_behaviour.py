@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ID_STYLES = ("hex", "decimal", "hex-text-decimal", "hex-counting")
+SEPTET_LAYOUTS = ("unpacked", "packed")  # as a provider's ``septets`` (appliance.smpp.encoding)
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class SmscBehaviour:
     seconds_in_dates: bool = False  # 12-digit dates (else 10: minute resolution)
     resp_delay_ms: int = 0  # answer every submit_sm this late (fills the ESME's window)
     redeliver_ms: int = 200  # a receipt not answered ESME_ROK is sent again this much later
+    septets: str = "unpacked"  # how it reads data_coding 0: one septet an octet, or packed
     seed: int | None = None
 
     def check(self) -> SmscBehaviour:
@@ -51,6 +53,8 @@ class SmscBehaviour:
             raise ValueError("need 0 <= delay_min_ms <= delay_max_ms")
         if self.ids not in ID_STYLES:
             raise ValueError(f"ids must be one of {', '.join(ID_STYLES)}")
+        if self.septets not in SEPTET_LAYOUTS:
+            raise ValueError(f"septets must be one of {', '.join(SEPTET_LAYOUTS)}")
         if (self.drop_every < 0 or self.resp_delay_ms < 0 or self.repeat_delay_ms < 0
                 or self.redeliver_ms < 1):
             raise ValueError("drop_every, resp_delay_ms and repeat_delay_ms >= 0,"

@@ -7,9 +7,11 @@ times a segment was taken (must be once).
 
 Each segment taken is also read as a handset would (ENC-1): its text decoded in its
 ``data_coding``, a GSM-7 one with the national language tables its UDH announces (IEI
-``0x24``/``0x25``, TS 23.040 §9.2.3.24.15/16), and the parts of a concatenated message
-joined again in order once all have come. ``texts`` lists ``(destination, text)`` of
-every message so read, so a test can prove the text sent is the text a handset shows.
+``0x24``/``0x25``, TS 23.040 §9.2.3.24.15/16), its septets one an octet or packed as
+the SMSC was told (``septets``, mirroring the provider's option), and the parts of a
+concatenated message joined again in order once all have come. ``texts`` lists
+``(destination, text)`` of every message so read, so a test can prove the text sent is
+the text a handset shows.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 
 from appliance.smpp import pdu
 from appliance.smpp.deliver import message_text, shift_tables, split_udh
+from appliance.smpp.encoding import gsm7_septets
 
 SegmentKey = tuple[str, bytes]  # (destination_addr, short_message)
 MessageKey = tuple[str, int, int]  # (destination_addr, concatenation ref, total)
@@ -58,10 +61,12 @@ class SmscStats:
         """Segments that arrived more than once (there must be none)."""
         return {key: n for key, n in self.received.items() if n > 1}
 
-    def read(self, sm: pdu.ShortMessage) -> None:
+    def read(self, sm: pdu.ShortMessage, packed: bool = False) -> None:
         """Read a segment taken as a handset does; a whole message goes to ``texts``."""
         payload, concat = split_udh(sm.esm_class, sm.short_message)
         tables = shift_tables(sm.esm_class, sm.short_message)
+        if sm.data_coding == 0 and packed:
+            payload = gsm7_septets(payload, len(sm.short_message) - len(payload), "packed")
         text = message_text(sm.data_coding, payload, tables)
         if text is None:
             return

@@ -15,6 +15,7 @@ rate_per_s = 50
 enquire_link_s = 30
 receipt_id_format = "auto"  # auto | hex | decimal | as-is
 response_timeout_s = 30     # how long a submit_sm (enquire_link, unbind) waits for its answer
+septets = "unpacked"        # unpacked | packed: how data_coding 0 text is laid out
 ```
 
 The timing fields after ``response_timeout_s`` are not configuration keys: they have
@@ -33,6 +34,7 @@ from typing import Any, Literal
 
 from appliance.config import ConfigError
 from appliance.smpp.addresses import Address, from_shape
+from appliance.smpp.encoding import SEPTET_LAYOUTS, SeptetLayout
 from appliance.smpp.ids import ID_FORMATS, IdFormat
 
 BindMode = Literal["transceiver", "transmitter+receiver"]
@@ -40,7 +42,7 @@ BIND_MODES: tuple[BindMode, ...] = ("transceiver", "transmitter+receiver")
 
 KEYS = ("host", "port", "system_id", "password", "system_type", "bind", "source_addr",
         "source_ton", "source_npi", "window", "rate_per_s", "enquire_link_s",
-        "receipt_id_format", "response_timeout_s")
+        "receipt_id_format", "response_timeout_s", "septets")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class SmppSettings:
     enquire_link_s: float = 30.0
     receipt_id_format: IdFormat = "auto"
     response_timeout_s: float = 30.0  # submit_sm, enquire_link, unbind without an answer
+    septets: SeptetLayout = "unpacked"  # GSM-7 one septet an octet, or packed
     # Not configuration keys (see the module docstring).
     bind_timeout_s: float = 10.0
     connect_timeout_s: float = 10.0
@@ -134,6 +137,10 @@ class SmppSettings:
         if fmt not in ID_FORMATS:
             fail("receipt_id_format", f"one of {' | '.join(ID_FORMATS)}, got {fmt!r}")
             fmt = "auto"
+        septets = table.get("septets", "unpacked")
+        if septets not in SEPTET_LAYOUTS:
+            fail("septets", f"one of {' | '.join(SEPTET_LAYOUTS)}, got {septets!r}")
+            septets = "unpacked"
         source_addr = text("source_addr", "", 20)
         system_id = text("system_id", None, 15)
         if "system_id" in table and not system_id and isinstance(table["system_id"], str):
@@ -155,6 +162,7 @@ class SmppSettings:
             enquire_link_s=number("enquire_link_s", 30.0, 1.0),
             receipt_id_format=fmt,
             response_timeout_s=number("response_timeout_s", 30.0, 0.1),
+            septets=septets,
         )
         if "source_addr" not in table or (isinstance(table["source_addr"], str)
                                           and not source_addr):

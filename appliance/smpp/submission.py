@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from appliance.message_text.alphabets import PLAIN, Tables
 from appliance.providers.base import SubmitResult
 from appliance.smpp.addresses import Address
-from appliance.smpp.encoding import Alphabet, encode_parts
+from appliance.smpp.encoding import Alphabet, SeptetLayout, encode_parts
 
 REGISTERED_DELIVERY_FINAL = 1  # a receipt on success or failure
 
@@ -33,7 +33,7 @@ class Segment:
     total: int
     destination: Address
     source: Address
-    data_coding: int  # 0 GSM-7 (and GSM-7 Turkish), 8 UCS-2
+    data_coding: int  # 0 GSM-7 (and GSM-7 Turkish; unpacked or packed), 8 UCS-2
     esm_class: int  # 0x40 (UDHI) when short_message starts with a UDH
     short_message: bytes
     registered_delivery: int = REGISTERED_DELIVERY_FINAL
@@ -72,10 +72,11 @@ def concat_reference(ref: str) -> int:
 
 def segments(ref: str, destination: Address, source: Address, alphabet: Alphabet,
              parts: Sequence[str], concat_ref: int | None = None,
-             tables: Tables = PLAIN) -> list[Segment]:
+             tables: Tables = PLAIN, septets: SeptetLayout = "unpacked") -> list[Segment]:
     """The segments of one message whose text is already split into ``parts``."""
     encoded = encode_parts(parts, alphabet,
-                           concat_reference(ref) if concat_ref is None else concat_ref, tables)
+                           concat_reference(ref) if concat_ref is None else concat_ref, tables,
+                           septets)
     return [Segment(ref=ref, part=i, total=len(encoded), destination=destination,
                     source=source, data_coding=e.data_coding, esm_class=e.esm_class,
                     short_message=e.short_message)

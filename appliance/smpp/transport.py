@@ -171,7 +171,7 @@ class SmppTransport(SessionTransport):
         for part in wanted:
             try:
                 enc = encode_part(seg.parts[part - 1], seg.encoding, part, total, ref,
-                                  seg.tables)
+                                  seg.tables, self.settings.septets)
             except ValueError as exc:
                 refused.append(PartOutcome(part, SubmitResult.REJECTED,
                                            error=short(f"cannot encode: {exc}")))
