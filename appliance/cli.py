@@ -32,7 +32,7 @@ class ConfigProblem(click.ClickException):
 
 def settings_from(data_dir: str | None, config_file: str | None, **flags: Any) -> Settings:
     # The provider kinds are imported with the settings, not for ``--help``.
-    from appliance.providers.configured import load_settings
+    from appliance.provider_kinds import load_settings
 
     try:
         return load_settings(config_file, overrides={"data_dir": data_dir, **flags})
@@ -43,7 +43,7 @@ def settings_from(data_dir: str | None, config_file: str | None, **flags: Any) -
 def providers_checked(settings: Settings) -> Settings:
     """``settings``, once every provider's adapter builds and no provider limit is
     exceeded (the callback URL's length, ...); exit 2 with one line otherwise."""
-    from appliance.providers.registry import check_providers
+    from appliance.provider_kinds import check_providers
 
     try:
         check_providers(settings)

@@ -37,7 +37,7 @@ import httpx
 
 from appliance import outgoing_http
 from appliance.config import ConfigError, ProviderSettings, Settings, ensure_data_dir
-from appliance.providers.configured import load_settings
+from appliance.provider_kinds import load_settings
 from appliance.simulator.behaviour import Behaviour
 from appliance.simulator.smsc_behaviour import SmscBehaviour
 

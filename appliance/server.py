@@ -40,7 +40,7 @@ from appliance.ops.backup.restore import pending_restore
 from appliance.ops.observability import install as observability
 from appliance.ops.observability.metrics import Metrics
 from appliance.ops.observability.sources import Sources
-from appliance.providers.configured import secret_values
+from appliance.provider_kinds import KINDS, secret_values
 from appliance.providers.registry import Providers
 from appliance.reports import loops as report_loops
 from appliance.runtime import Runtime
@@ -133,7 +133,7 @@ def assemble(runtime: Runtime, intake: socket.socket | None = None,
     webhooks', the sessions', the sender's).
     """
     settings = runtime.settings
-    providers = Providers(settings, now_ms=runtime.now_ms)
+    providers = Providers(settings, KINDS, now_ms=runtime.now_ms)
     worker, wake_imports = import_worker.install(runtime)
     report_loops.install(runtime, providers)
     retention.install(runtime)

@@ -43,8 +43,8 @@ from starlette.routing import BaseRoute, Route  # noqa: E402
 from appliance.logs import setup_logging  # noqa: E402
 from appliance.ops.observability.metrics import Metrics  # noqa: E402
 from appliance.ops.observability.request_middleware import RequestMiddleware  # noqa: E402
+from appliance.provider_kinds import load_settings  # noqa: E402
 from appliance.providers import CallbackRequest  # noqa: E402
-from appliance.providers.configured import load_settings  # noqa: E402
 from appliance.providers.http_json import body_signature  # noqa: E402
 from appliance.reports.apply import Receipt, receive  # noqa: E402
 from appliance.reports.inbox import RawCallback, from_parsed  # noqa: E402

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from appliance.config import Settings  # noqa: E402
+from appliance.provider_kinds import KINDS, load_settings  # noqa: E402
 from appliance.providers import AuthError, CallbackRequest  # noqa: E402
-from appliance.providers.configured import load_settings  # noqa: E402
 from appliance.providers.registry import Providers  # noqa: E402
 from appliance.reports.apply import receive  # noqa: E402
 from appliance.reports.inbox import RawCallback, from_parsed  # noqa: E402
@@ -138,7 +138,7 @@ def http_process(sock: socket.socket, settings: Settings, port: int) -> None:
 
     import uvicorn
 
-    adapter = Providers(settings).get("gw").reports  # type: ignore[union-attr]
+    adapter = Providers(settings, KINDS).get("gw").reports  # type: ignore[union-attr]
     assert adapter is not None
     link = WriterLink()
     status, content, media_type = adapter.callback_response()

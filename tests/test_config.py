@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import ConfigError
-from appliance.providers.configured import load_settings, masked
+from appliance.provider_kinds import load_settings, masked
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -123,7 +123,7 @@ def test_config_check_names_sections_as_the_file_does(tmp_path: Path) -> None:
 
 
 def test_a_session_provider_refuses_non_finite_numbers(tmp_path: Path) -> None:
-    from appliance.providers.registry import check_providers
+    from appliance.provider_kinds import check_providers
 
     cfg = write(tmp_path, "[providers.smsc]\nkind = 'smpp'\nhost = '127.0.0.1'\nport = 2775\n"
                           "system_id = 'a'\npassword = 'p'\nsource_addr = 'ACME'\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import ConfigError, mask_database_url
-from appliance.providers.configured import load_settings, masked
+from appliance.provider_kinds import load_settings, masked
 from tests.harness import run_cli
 
 URL = "postgresql://app:s3cret-pw@db.example.org:5432/appliance"

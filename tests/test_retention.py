@@ -57,7 +57,7 @@ def test_the_retention_loop_runs_every_rule(tmp_path: Path) -> None:
     import asyncio
 
     from appliance.clock import Clock
-    from appliance.providers.configured import load_settings
+    from appliance.provider_kinds import load_settings
     from appliance.reports.apply import receive
     from appliance.retention import RULES, Retention
     from appliance.runtime import Runtime

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.providers.configured import load_settings
+from appliance.provider_kinds import load_settings
 from appliance.runtime import Runtime
 from appliance.scheduler import Scheduler
 from appliance.server import assemble

@@ -4,10 +4,12 @@ a circle, type-only imports included (``if TYPE_CHECKING:`` blocks are read too)
 The stack, from the ground: the store and the plain helpers (config, clock, logs,
 scheduler, the neutral text and state modules); the runtime; the domain (imports,
 sending, reports, inbound, optout, webhooks, providers, smpp, and the loops beside
-them); operations (``ops``); the web layer; the server and the command line. An
-import may go down the stack or stay on its floor, never up. The imports read are a
-module's own statements, at module level (those inside a function run late, on
-purpose, for the cold start).
+them); the list of every provider kind (``provider_kinds``, above the providers and
+the SMPP kind built on them); operations (``ops``); the web layer; the server and the
+command line. An import may go down the stack or stay on its floor, never up. The
+imports read for the stack are a module's own statements, at module level (those
+inside a function run late, on purpose, for the cold start); between two packages,
+those inside functions count too: no two packages import each other both ways.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ TOP = {"server", "cli", "demo", "__main__", "proxy"}  # proxy: a command and its
 
 
 def floor(module: str) -> int:
-    """0 the ground, 1 the runtime, 2 the domain, 3 operations, 4 web, 5 server and CLI.
+    """0 the ground, 1 the runtime, 2 the domain, 3 the provider kinds, 4 operations,
+    5 web, 6 server and CLI.
 
     What is named nowhere here (the store, config, clock, logs, the scheduler, the
     neutral text and state modules...) is the ground: it may import only the ground."""
@@ -33,8 +36,8 @@ def floor(module: str) -> int:
     if top in DOMAIN:
         return 2
     if top in TOP:
-        return 5
-    return {"ops": 3, "web": 4}.get(top, 0)
+        return 6
+    return {"provider_kinds": 3, "ops": 4, "web": 5}.get(top, 0)
 
 
 def modules() -> dict[str, Path]:
@@ -58,9 +61,19 @@ def module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
             yield from module_level(node.body)
 
 
-def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+def anywhere(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, those inside functions and classes included."""
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                yield node
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path], *,
+               late: bool = False) -> set[str]:
     out: set[str] = set()
-    for node in module_level(ast.parse(path.read_text()).body):
+    body = ast.parse(path.read_text()).body
+    for node in anywhere(body) if late else module_level(body):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
             continue
@@ -75,9 +88,21 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return {m for m in out if m in known and m != name}
 
 
-def graph() -> dict[str, set[str]]:
+def graph(*, late: bool = False) -> dict[str, set[str]]:
     known = modules()
-    return {name: imports_of(name, path, known) for name, path in known.items()}
+    return {name: imports_of(name, path, known, late=late) for name, path in known.items()}
+
+
+def package(module: str) -> str:
+    """The package (or top-level module) of ``appliance`` that ``module`` belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def both_ways(edges: dict[str, set[str]]) -> list[str]:
+    """Each pair of packages that import each other, one way and the other."""
+    between = {(package(m), package(d)) for m, deps in edges.items() for d in deps
+               if package(m) != package(d)}
+    return sorted(f"{a} <-> {b}" for a, b in between if a < b and (b, a) in between)
 
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -129,6 +154,20 @@ def test_the_runtime_knows_no_part() -> None:
     edges = graph()
     assert {d for d in edges["appliance.runtime"] if floor(d) > 1} == set()
     assert {d for d in edges["appliance.scheduler"] if floor(d) > 0} == set()
+
+
+def test_no_two_packages_import_each_other_both_ways() -> None:
+    """A package builds on another one way only: imports inside functions count too, so
+    a late import is no way around the stack (the SMPP kind is listed above both the
+    providers and the SMPP package, in ``provider_kinds``)."""
+    assert both_ways(graph(late=True)) == []
+
+
+def test_a_pair_importing_both_ways_is_found() -> None:
+    edges = {"appliance.a.x": {"appliance.b.y"}, "appliance.b.y": set(),
+             "appliance.b.z": {"appliance.a.x"}, "appliance.c": {"appliance.a.x"}}
+    assert both_ways(edges) == ["appliance.a <-> appliance.b"]
+    assert both_ways({"appliance.a.x": {"appliance.a.y"}, "appliance.a.y": set()}) == []
 
 
 def test_a_circle_is_found_when_there_is_one() -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from appliance.message_text.words import keyword_problem
+
 from .database_url import database_url_problem, mask_database_url
 from .errors import ConfigError
 from .sections import WebhookSettings
@@ -55,8 +57,6 @@ def validate(s: Settings) -> None:
             raise ConfigError(f"database_url: {mask_database_url(s.database_url)!r} {problem}")
     if s.alerts.check_interval_s <= 0:
         raise ConfigError("[alerts] check_interval_s: must be more than 0")
-    from appliance.optout.keywords import keyword_problem
-
     for word in s.optout.keywords:
         problem = keyword_problem(word)
         if problem:

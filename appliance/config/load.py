@@ -128,7 +128,7 @@ def load_settings(
 
     ``kinds`` are the provider kinds a ``[providers.NAME]`` table may name, by name: the
     settings sit below the providers, so the layer above passes them in
-    (:func:`appliance.providers.configured.load_settings`)."""
+    (:func:`appliance.provider_kinds.load_settings`)."""
     env = os.environ if env is None else env
     settings = Settings()
     path = config_file or env.get("APPLIANCE_CONFIG")

@@ -1,6 +1,6 @@
 """A provider kind's own settings, declared once: name, type, default, secret or not.
 
-Every kind (:mod:`appliance.providers.registry`) declares the keys of its provider
+Every kind (:data:`appliance.provider_kinds.KINDS`) declares the keys of its provider
 table beyond the settings every kind shares, as :class:`Option` values. From those
 declarations alone the appliance reads a table strictly (:func:`read_options`), masks
 it in ``config check`` and redacts its secrets from every log line

@@ -8,4 +8,5 @@ with these tables, so the parts a user is shown are the parts that go out.
   Turkish single shift and locking shift tables), text to septets and back.
 - :mod:`.segments`: which encoding a text travels in and how it is split into parts.
 - :mod:`.language`: a provider's ``national_language`` and the destinations it applies to.
+- :mod:`.words`: words folded as the STOP keywords compare them.
 """

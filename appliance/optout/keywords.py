@@ -20,42 +20,20 @@ dakika``, ``please stop sending these``), and a keyword inside a longer word is 
 keyword (``STOPPED``, ``DURUM``, ``RETURN``). Two words catch the usual instructions
 without reading conversation as an opt-out; where in doubt the number can always be
 added to the suppression list by hand.
+
+The folding and the test of a configured keyword are :mod:`appliance.message_text.words`,
+below the settings, so the config check reads a keyword the way the match does.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
+from appliance.message_text.words import words
+
 DEFAULT_KEYWORDS: Final = ("STOP", "DUR", "IPTAL", "RET")
 MAX_WORDS: Final = 2
-_WORD: Final = re.compile(r"[^\W_]+")
-_DOTLESS: Final = str.maketrans({"ı": "i"})
-
-
-def fold(text: str) -> str:
-    """``text`` without accents or case, the dotless ``ı`` as ``i``."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return bare.casefold().translate(_DOTLESS)
-
-
-def words(text: str) -> list[str]:
-    """The folded words of ``text``: runs of letters and digits."""
-    return _WORD.findall(fold(text))
-
-
-def keyword_problem(word: str) -> str | None:
-    """Why ``word`` cannot be a keyword (for the config check), or None."""
-    found = words(word)
-    if not found:
-        return "has no letters or digits"
-    if len(found) > 1 or found[0] != fold(word.strip()):
-        return "must be one word of letters and digits"
-    return None
-
 
 class Keywords:
     """The configured keywords, folded once."""

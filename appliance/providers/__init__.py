@@ -2,7 +2,8 @@
 
 No database and no sending loop here: a provider's parts build the submit request, carry
 it, read the answer, authenticate a callback and read the reports in it. Each kind is
-declared once (:class:`ProviderKind`) and listed in :data:`KINDS`. See
+declared once (:class:`ProviderKind`) and listed in
+:data:`appliance.provider_kinds.KINDS`, above this package and the SMPP one. See
 ``docs/providers.md``.
 """
 
@@ -25,12 +26,10 @@ from .base import (
     WireFormat,
 )
 from .kind import ProviderKind, Shape
-from .registry import ADAPTERS, KINDS, Providers, build_adapter, build_provider
+from .registry import Providers, build_adapter, build_provider
 from .transport import SessionState, SessionTransport
 
 __all__ = [
-    "ADAPTERS",
-    "KINDS",
     "AuthError",
     "CallbackRequest",
     "InboundMessage",

@@ -1,7 +1,7 @@
 """A provider kind, declared once: what every other part reads instead of its name.
 
-Each kind module exports one :class:`ProviderKind`, and the registry lists them
-(:mod:`appliance.providers.registry`). From the declarations alone the settings check
+Each kind module exports one :class:`ProviderKind`, and one list names them all
+(:data:`appliance.provider_kinds.KINDS`). From the declarations alone the settings check
 and mask a provider table and redact its secrets (:mod:`appliance.config.options`),
 the registry builds a provider, the callbacks and the inbound routes read what it
 sends, and the sessions are found for ``/metrics``, ``/readyz`` and the dashboard. No

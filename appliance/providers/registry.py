@@ -1,8 +1,9 @@
-"""The provider kinds, one line each, and the set of configured providers.
+"""The set of configured providers, built by the kinds they are given.
 
-:data:`KINDS` is the one list of kinds: every other part reads a kind's declaration
-(:class:`~appliance.providers.kind.ProviderKind`) from it and names none. Adding a kind
-is its module and its line here (``docs/providers.md``, "Adding an HTTP provider").
+The list of every kind is assembled above the providers and the SMPP package
+(:data:`appliance.provider_kinds.KINDS`), because the SMPP kind is built on the
+providers' parts: these functions and :class:`Providers` take that list as an argument,
+so the providers never name a kind of their own accord.
 """
 
 from __future__ import annotations
@@ -12,50 +13,43 @@ from collections.abc import Callable, Mapping
 
 from appliance.config import ConfigError, ProviderSettings, Settings
 
-from . import http_json, infobip, simulator_kind, smpp_kind, twilio, vonage
 from .adapter import ProviderAdapter
-from .kind import BuildContext, ProviderKind, Shape, by_name
+from .kind import BuildContext, ProviderKind, Shape
 from .transport import Provider, SessionTransport
 
 log = logging.getLogger("appliance.providers")
 
-KINDS: Mapping[str, ProviderKind] = by_name((
-    simulator_kind.KIND,
-    http_json.KIND,
-    vonage.KIND,
-    twilio.KIND,
-    infobip.KIND,
-    smpp_kind.KIND,
-))
-"""Every provider kind, by name, in the order the docs list them."""
-
-ADAPTERS: Mapping[str, type[ProviderAdapter]] = {
-    k.name: k.adapter for k in KINDS.values() if k.adapter is not None}
-"""The wire format and report reader of each request (HTTP) kind."""
+Kinds = Mapping[str, ProviderKind]
+"""Every provider kind, by name (:data:`appliance.provider_kinds.KINDS`)."""
 
 
-def kind_of(settings: ProviderSettings) -> ProviderKind:
+def adapters(kinds: Kinds) -> Mapping[str, type[ProviderAdapter]]:
+    """The wire format and report reader of each request (HTTP) kind."""
+    return {k.name: k.adapter for k in kinds.values() if k.adapter is not None}
+
+
+def kind_of(settings: ProviderSettings, kinds: Kinds) -> ProviderKind:
     """The declaration of the provider's kind; :class:`ConfigError` for an unknown one."""
     try:
-        return KINDS[settings.kind]
+        return kinds[settings.kind]
     except KeyError:
         raise ConfigError(f"[providers.{settings.name}] kind: {settings.kind!r} is not one"
-                          f" of {', '.join(KINDS)}") from None
+                          f" of {', '.join(kinds)}") from None
 
 
-def context(settings: ProviderSettings, *, submit_timeout_s: float,
+def context(settings: ProviderSettings, kinds: Kinds, *, submit_timeout_s: float,
             now_ms: Callable[[], int] | None = None) -> BuildContext:
     """What building ``settings`` needs: the other same-shape kinds' options are
     tolerated in its table (a table copied between HTTP kinds keeps working)."""
-    kind = kind_of(settings)
-    others = frozenset(o.name for k in KINDS.values() if k.shape is kind.shape
+    kind = kind_of(settings, kinds)
+    others = frozenset(o.name for k in kinds.values() if k.shape is kind.shape
                        and k is not kind for o in k.options) - kind.option_names()
     tolerated = others if kind.shape is Shape.REQUEST else frozenset()
     return BuildContext(submit_timeout_s=submit_timeout_s, now_ms=now_ms, tolerated=tolerated)
 
 
 def build_adapter(
-    settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None
+    settings: ProviderSettings, kinds: Kinds, *, now_ms: Callable[[], int] | None = None
 ) -> ProviderAdapter:
     """The wire format and report reader of an HTTP kind; :class:`ConfigError` for a bad
     provider table.
@@ -64,19 +58,19 @@ def build_adapter(
     HTTP-date ``Retry-After``; by default the appliance clock (``APPLIANCE_CLOCK_FILE``
     aware).
     """
-    cls = kind_of(settings).adapter
+    cls = kind_of(settings, kinds).adapter
     if cls is None:
         raise ConfigError(f"[providers.{settings.name}] kind: {settings.kind!r} is not one"
-                          f" of {', '.join(KINDS)} with a wire format of its own")
-    ctx = context(settings, submit_timeout_s=0.0, now_ms=now_ms)
+                          f" of {', '.join(kinds)} with a wire format of its own")
+    ctx = context(settings, kinds, submit_timeout_s=0.0, now_ms=now_ms)
     return cls(settings, now_ms=now_ms, tolerated=ctx.tolerated)
 
 
-def build_provider(settings: ProviderSettings, *, submit_timeout_s: float,
+def build_provider(settings: ProviderSettings, kinds: Kinds, *, submit_timeout_s: float,
                    now_ms: Callable[[], int] | None = None) -> Provider:
     """A configured provider: its transport, its report reader and its inbound reader."""
-    ctx = context(settings, submit_timeout_s=submit_timeout_s, now_ms=now_ms)
-    return kind_of(settings).build(settings, ctx)
+    ctx = context(settings, kinds, submit_timeout_s=submit_timeout_s, now_ms=now_ms)
+    return kind_of(settings, kinds).build(settings, ctx)
 
 
 class Providers:
@@ -86,8 +80,12 @@ class Providers:
     :class:`ConfigError` at that moment (``get``), or logged and left out (``all``).
     """
 
-    def __init__(self, settings: Settings, now_ms: Callable[[], int] | None = None) -> None:
+    def __init__(self, settings: Settings, kinds: Kinds,
+                 now_ms: Callable[[], int] | None = None) -> None:
         self._settings = settings
+        self.kinds = kinds
+        """Every provider kind, by name: where the metrics read a session kind's
+        families."""
         self._now_ms = now_ms
         self._built: dict[str, Provider] = {}
 
@@ -102,7 +100,7 @@ class Providers:
             settings = self._settings.providers.get(name)
             if settings is None:
                 return None
-            provider = build_provider(settings, now_ms=self._now_ms,
+            provider = build_provider(settings, self.kinds, now_ms=self._now_ms,
                                       submit_timeout_s=self._settings.sending.submit_timeout_s)
             self._built[name] = provider
         return provider
@@ -137,7 +135,7 @@ class Providers:
             await provider.transport.close()
 
 
-def check_providers(settings: Settings) -> None:
+def check_providers(settings: Settings, kinds: Kinds) -> None:
     """Build every provider's table as its kind reads it and ask what its provider would
     refuse (MSG-7).
 
@@ -147,8 +145,8 @@ def check_providers(settings: Settings) -> None:
     """
     problems: list[str] = []
     for name, provider in settings.providers.items():
-        kind = kind_of(provider)
-        ctx = context(provider, submit_timeout_s=settings.sending.submit_timeout_s)
+        kind = kind_of(provider, kinds)
+        ctx = context(provider, kinds, submit_timeout_s=settings.sending.submit_timeout_s)
         try:
             problems += kind.check(provider, settings.callback_url(name), ctx)
         except ConfigError as exc:

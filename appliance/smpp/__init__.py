@@ -10,6 +10,7 @@ inside a window and a rate, and says what became of each one; it hands every inb
 - :mod:`.encoding`: part texts -> ``short_message`` bytes (GSM-7 or UCS-2, UDH).
 - :mod:`.addresses`: TON/NPI of an address from its shape.
 - :mod:`.settings`: a provider's ``kind = "smpp"`` table, checked.
+- :mod:`.kind`: the ``smpp`` kind's declaration (listed by :mod:`appliance.provider_kinds`).
 - :mod:`.submission`: what goes in (:class:`Segment`) and what comes out
   (:class:`SegmentOutcome`).
 - :mod:`.ids`: SMSC message ids in one canonical form (``receipt_id_format``).

@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 from appliance.config import Settings
 from appliance.logs import request_id
 from appliance.ops.observability.request_middleware import incoming_request_id, new_request_id
+from appliance.provider_kinds import KINDS
 from appliance.providers.registry import Providers
 from appliance.reports.intake_link import frame, frames
 from appliance.web.body_budget import BodyBudget, read_scope_pieces
@@ -96,7 +97,8 @@ class IntakeApp:
 
     def __init__(self, settings: Settings, link_sock: socket.socket) -> None:
         self.settings = settings
-        self.providers = Providers(settings)
+        # The intake is its own process: it builds its providers by every kind itself.
+        self.providers = Providers(settings, KINDS)
         self.budget = BodyBudget(settings.http.max_inflight_body_bytes)
         self.link = Link()
         self._link_sock = link_sock

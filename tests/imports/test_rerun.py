@@ -22,7 +22,7 @@ from appliance.accounts import create_account
 from appliance.clock import iso
 from appliance.imports import chunk
 from appliance.imports.normalise import Invalid, Normalised, normalise_msisdn
-from appliance.providers.configured import load_settings
+from appliance.provider_kinds import load_settings
 from appliance.retention import _prune_payloads
 from appliance.runtime import Runtime
 from appliance.server import assemble

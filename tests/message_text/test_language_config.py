@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from appliance.config import ConfigError
-from appliance.providers.configured import load_settings
-from appliance.providers.smpp_kind import smpp_settings
+from appliance.provider_kinds import load_settings
+from appliance.smpp.kind import smpp_settings
 
 
 def test_simulator_and_smpp_take_it_with_the_turkish_prefix_by_default(tmp_path: Path) -> None:

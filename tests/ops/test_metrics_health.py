@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from appliance.ops.backup.status import record_failure, record_success
 from appliance.ops.observability.alerts import ops_alerts
-from appliance.providers.configured import load_settings
+from appliance.provider_kinds import load_settings
 from appliance.store import Store
 from tests.harness import Server, create_account, wait_for
 from tests.ops.load import numbers

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from appliance.config import Settings
 from appliance.optout.keywords import DEFAULT_KEYWORDS, Keywords
-from appliance.providers import ADAPTERS
+from appliance.provider_kinds import ADAPTERS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "inbound.md").read_text()

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from appliance.config import ConfigError
-from appliance.optout.keywords import DEFAULT_KEYWORDS, Keywords, keyword_problem
-from appliance.providers.configured import load_settings
+from appliance.message_text.words import keyword_problem
+from appliance.optout.keywords import DEFAULT_KEYWORDS, Keywords
+from appliance.provider_kinds import load_settings
 
 DEFAULT = Keywords(DEFAULT_KEYWORDS)
 

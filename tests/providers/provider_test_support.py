@@ -21,13 +21,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from appliance.config import ProviderSettings
-from appliance.providers import (
-    CallbackRequest,
-    Outcome,
-    OutgoingMessage,
-    ProviderAdapter,
-    build_adapter,
-)
+from appliance.provider_kinds import build_adapter
+from appliance.providers import CallbackRequest, Outcome, OutgoingMessage, ProviderAdapter
 
 NOW_MS = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 A = TypeVar("A", bound=ProviderAdapter)

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from appliance.outgoing_http import USER_AGENT
-from appliance.providers import OutgoingMessage, SubmitResult, build_adapter
+from appliance.provider_kinds import build_adapter
+from appliance.providers import OutgoingMessage, SubmitResult
 from appliance.providers.base import Outcome
 from appliance.providers.http_transport import HttpTransport
 from tests.harness import free_port

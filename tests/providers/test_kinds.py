@@ -1,7 +1,7 @@
 """A provider kind is declared once: every other part reads the declarations.
 
 The settings, ``config check``'s masking, the log redaction, the registry, the inbound
-routes and the sessions' views all follow :data:`appliance.providers.registry.KINDS`;
+routes and the sessions' views all follow :data:`appliance.provider_kinds.KINDS`;
 no other module of the appliance names a kind.
 """
 
@@ -15,18 +15,23 @@ import pytest
 
 from appliance.config import ConfigError, ProviderSettings, Settings
 from appliance.config.options import Option
-from appliance.providers import build_provider
-from appliance.providers.configured import masked, secret_values
+from appliance.provider_kinds import (
+    ADAPTERS,
+    KINDS,
+    build_provider,
+    check_providers,
+    masked,
+    secret_values,
+)
 from appliance.providers.kind import Shape
-from appliance.providers.registry import ADAPTERS, KINDS, check_providers
 from appliance.providers.transport import SessionTransport
 
 ROOT = Path(__file__).resolve().parents[2] / "appliance"
 # Where a kind's name may be written: its own module, the registry, and the modules
 # that write configs or name commands (the demo, the CLI).
-ALLOWED = {"providers/registry.py", "demo.py", "cli.py", "providers/simulator_kind.py",
+ALLOWED = {"provider_kinds.py", "demo.py", "cli.py", "providers/simulator_kind.py",
            "providers/http_json.py", "providers/vonage.py", "providers/twilio.py",
-           "providers/infobip.py", "providers/smpp_kind.py"}
+           "providers/infobip.py", "smpp/kind.py"}
 
 
 def test_every_kind_is_declared_once_with_its_shape() -> None:
@@ -131,7 +136,7 @@ def test_a_session_is_listed_whatever_its_protocol() -> None:
         "smsc": ProviderSettings(name="smsc", kind="smpp", options=table),
         "gw": ProviderSettings(name="gw", kind="http", base_url="https://g.example",
                                secret="s")})
-    providers = Providers(settings)
+    providers = Providers(settings, KINDS)
     assert providers.sessions() == {}  # nothing built yet: nothing to show
     sessions = providers.sessions(build=True)
     assert list(sessions) == ["smsc"]

@@ -9,12 +9,8 @@ import httpx
 import pytest
 
 from appliance.config import ConfigError, ProviderSettings
-from appliance.providers import (
-    ADAPTERS,
-    Outcome,
-    SubmitResult,
-    build_adapter,
-)
+from appliance.provider_kinds import ADAPTERS, build_adapter
+from appliance.providers import Outcome, SubmitResult
 from appliance.providers.base import parse_retry_after, report
 from appliance.providers.http_transport import classify_transport_error
 from appliance.states import REPORTED_FINAL_STATES, REPORTED_INTERMEDIATE_STATES

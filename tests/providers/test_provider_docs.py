@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from appliance.providers import ADAPTERS, http_json, simulator_kind, twilio, vonage
+from appliance.provider_kinds import ADAPTERS
+from appliance.providers import http_json, simulator_kind, twilio, vonage
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "providers.md").read_text()
 

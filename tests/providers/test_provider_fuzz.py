@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from appliance.config import ProviderSettings
+from appliance.provider_kinds import build_adapter
 from appliance.providers import (
     AuthError,
     CallbackRequest,
     Outcome,
     ProviderAdapter,
     ReportParseError,
-    build_adapter,
 )
 from appliance.states import REPORTED_FINAL_STATES, REPORTED_INTERMEDIATE_STATES
 from tests.providers.provider_test_support import fixed_clock

@@ -16,13 +16,13 @@ from twilio.request_validator import RequestValidator
 from vonage_http_client import Auth
 
 from appliance.config import ProviderSettings
+from appliance.provider_kinds import build_provider
 from appliance.providers import (
     AuthError,
     CallbackRequest,
     InboundMessage,
     InboundParseError,
     InboundReader,
-    build_provider,
 )
 from appliance.providers.http_json import body_signature
 from appliance.providers.twilio import TWIML_EMPTY

@@ -22,7 +22,8 @@ from twilio.request_validator import RequestValidator
 from vonage_http_client import Auth
 
 from appliance.config import ProviderSettings
-from appliance.providers import AuthError, build_adapter
+from appliance.provider_kinds import build_adapter
+from appliance.providers import AuthError
 from tests.harness import Server
 from tests.providers.provider_test_support import callback, fixed_clock
 from tests.reports.support import add_account, add_message, inbox_rows, message

@@ -12,13 +12,13 @@ import pytest
 from starlette.responses import JSONResponse, Response
 
 from appliance.config import ConfigError, ProviderSettings, Settings
+from appliance.provider_kinds import check_providers
 from appliance.providers import (
     AuthError,
     CallbackRequest,
     ReportParseError,
     SubmitResult,
 )
-from appliance.providers.registry import check_providers
 from appliance.providers.vonage import VonageAdapter
 from tests.providers.provider_test_support import (
     NOW_MS,

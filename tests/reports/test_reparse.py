@@ -9,7 +9,7 @@ from typing import Any
 import apsw
 
 from appliance.config import ProviderSettings
-from appliance.providers import build_adapter
+from appliance.provider_kinds import build_adapter
 from appliance.reports.apply import receive
 from appliance.reports.inbox import RawCallback
 from appliance.reports.reparse import reparse

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from appliance.config import ConfigError
-from appliance.providers.configured import load_settings
+from appliance.provider_kinds import load_settings
 from tests.edge.support import edge_config, raw_request, signed_callback, status_and_json
 from tests.harness import Server, db_rows, free_port, run_cli, wait_for
 from tests.reports.support import post_report

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from appliance.config import ConfigError, ProviderSettings
 from appliance.message_text.segments import segment
+from appliance.provider_kinds import KINDS, load_settings
 from appliance.providers.base import OutgoingMessage, SubmitResult
-from appliance.providers.configured import load_settings
 from appliance.providers.registry import Providers
-from appliance.providers.smpp_kind import smpp_settings
 from appliance.simulator.smsc import SmscSimulator
 from appliance.simulator.smsc_behaviour import SmscBehaviour
 from appliance.smpp.deliver import Deliver, split_udh
 from appliance.smpp.ids import key
+from appliance.smpp.kind import smpp_settings
 from appliance.smpp.receipt import STAT_STATES
 from appliance.smpp.settings import KEYS
 from appliance.smpp.status import ESME_RX_T_APPN
@@ -43,7 +43,7 @@ rate_per_s = 40
 def test_the_provider_is_its_session_transport_and_reports_per_part(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(TABLE)
-    provider = Providers(load_settings(cfg, env={})).get("smsc")
+    provider = Providers(load_settings(cfg, env={}), KINDS).get("smsc")
     assert provider is not None and isinstance(provider.transport, SmppTransport)
     assert (provider.reports, provider.inbound) == (None, None)
     assert provider.reports_per_part and provider.reports_by_provider_id_only

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import ConfigError
-from appliance.providers.configured import load_settings
+from appliance.provider_kinds import load_settings
 from tests.harness import run_cli
 
 

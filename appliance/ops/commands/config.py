@@ -7,7 +7,7 @@ import json
 import click
 
 from appliance.config import Settings
-from appliance.providers.configured import masked
+from appliance.provider_kinds import masked
 
 
 def print_config(settings: Settings) -> None:

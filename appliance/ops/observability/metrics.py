@@ -46,7 +46,7 @@ from appliance.ops.backup.status import read_status
 from appliance.ops.observability.alerts import ops_alerts
 from appliance.ops.observability.sources import Sources
 from appliance.optout.suppressions import SOURCES
-from appliance.providers.registry import KINDS, Providers
+from appliance.providers.registry import Providers
 from appliance.providers.transport import SessionTransport
 from appliance.reports.alerts import Alert, alerts_from
 from appliance.reports.coverage import coverage, inbox_health, overdue
@@ -266,7 +266,7 @@ def _sessions(providers: Providers) -> Iterator[Metric]:
     for name, (provider, transport) in providers.sessions().items():
         by_kind.setdefault(provider.kind, {})[name] = transport
     for kind, transports in sorted(by_kind.items()):
-        families = KINDS[kind].metrics
+        families = providers.kinds[kind].metrics
         if families is not None:
             yield from families(transports)
 

@@ -1,5 +1,9 @@
 """``kind = "smpp"``: a provider reached over an SMPP 3.4 session (SMPP-1..6).
 
+The declaration lives with the protocol: the SMPP package builds on the providers'
+shapes (:class:`appliance.providers.kind.ProviderKind`), and the providers never name
+it; :data:`appliance.provider_kinds.KINDS` lists it beside the other kinds.
+
 The provider is its transport alone (:class:`appliance.smpp.transport.SmppTransport`):
 it has no callback URL and no report reader, because receipts and inbound messages
 come over the session itself and are stored by :mod:`appliance.smpp.intake`. It
@@ -20,10 +24,10 @@ from dataclasses import fields
 from typing import Any
 
 from appliance.config import ConfigError, Option, ProviderSettings
+from appliance.providers.kind import BuildContext, ProviderKind, Shape
+from appliance.providers.transport import Provider, SessionTransport
 from appliance.smpp.settings import SmppSettings
-
-from .kind import BuildContext, ProviderKind, Shape
-from .transport import Provider, SessionTransport
+from appliance.smpp.transport import SmppTransport
 
 NAME = "smpp"
 # The shared settings that mean something for an SMPP provider.
@@ -75,10 +79,6 @@ def smpp_settings(settings: ProviderSettings) -> SmppSettings:
 
 def smpp_provider(settings: ProviderSettings, ctx: BuildContext) -> Provider:
     """The provider of an SMPP table: a session transport, reports over the session."""
-    # The session transport is built over the provider parts: imported where it is
-    # built, so the registry can be imported by the parts it builds on.
-    from appliance.smpp.transport import SmppTransport
-
     return Provider(
         name=settings.name,
         kind=NAME,
