@@ -13,7 +13,9 @@ from appliance.config import ProviderSettings
 
 from .adapter import ProviderAdapter
 from .callbacks import InboundReader, ReportReader
+from .credit import credit_query_of
 from .kind import BuildContext, ProviderKind, Shape
+from .status_query import status_query_of
 from .transport import Provider
 
 
@@ -40,6 +42,8 @@ def http_kind(adapter: type[ProviderAdapter],
             reports_by_provider_id_only=wire.reports_by_provider_id_only,
             reports_per_part=wire.reports_per_part,
             inbound=inbound(wire) if inbound is not None else None,
+            status=status_query_of(wire),
+            credit=credit_query_of(wire),
         )
 
     def check(settings: ProviderSettings, callback_url: str, ctx: BuildContext) -> list[str]:

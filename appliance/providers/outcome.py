@@ -15,6 +15,20 @@ from enum import StrEnum
 _ERROR_MAX = 200
 
 
+BLOCKED_REASONS = ("no_credit", "sender_not_registered", "address_not_allowed",
+                   "credentials")
+"""Why a provider may refuse everything until its operator acts (``Outcome.blocked``)."""
+
+
+def blocked(reason: str, error: str, retry_after_s: float = 60.0) -> Outcome:
+    """The outcome of a submission the provider refused for ``reason`` (one of
+    :data:`BLOCKED_REASONS`): the lane holds and tries again in ``retry_after_s``."""
+    if reason not in BLOCKED_REASONS:
+        raise ValueError(f"not a blocked reason: {reason!r}")
+    return Outcome(SubmitResult.RETRY, retry_after_s=retry_after_s, error=short(error),
+                   unreached=True, blocked=reason)
+
+
 class SubmitResult(StrEnum):
     """What a submission attempt came to, from the money point of view."""
 
@@ -64,6 +78,12 @@ class Outcome:
     # attempt does not count against ``max_attempts`` and holds the provider's lane, so
     # an outage delays messages rather than rejecting them.
     unreached: bool = False
+    # The provider refuses every message until its operator acts (no credit, a sender
+    # header not registered, an address not allow-listed): the reason, one of
+    # ``BLOCKED_REASONS``. Such an outcome is ``RETRY`` with ``unreached`` set: the
+    # lane holds, attempts are not counted, the alert ``provider_blocked`` names the
+    # provider and the reason, and the lane tries again after ``retry_after_s``.
+    blocked: str | None = None
 
     @classmethod
     def of_parts(cls, parts: tuple[PartOutcome, ...], error: str | None = None) -> Outcome:

@@ -18,7 +18,9 @@ from typing import Any
 from appliance.config import ProviderSettings
 
 from .callbacks import InboundReader, ReportReader
+from .credit import CreditQuery
 from .outcome import Outcome, OutgoingMessage
+from .status_query import StatusQuery
 
 
 class Transport(ABC):
@@ -77,6 +79,11 @@ class Provider:
     # How its inbound webhook is read; None for a provider whose inbound messages come
     # over its own session (SMPP ``deliver_sm``), or that has none.
     inbound: InboundReader | None = None
+    # How it is asked about a message it has not reported (ROUTE-2); None for a kind
+    # without a status API.
+    status: StatusQuery | None = None
+    # How it is asked for its account's credit; None for a kind without a balance API.
+    credit: CreditQuery | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,10 @@ def test_a_callback_that_cannot_be_filed_is_skipped_and_the_rest_are_read(
         try:
             db.execute("INSERT INTO raw_reports (provider, method, content_type, query, body,"
                        " received_at, parsed, error) VALUES (?, 'POST', 'application/json',"
-                       " '', ?, 0, 0, 'old parser failed')", (PROVIDER, good))
+                       " '', ?, ?, 0, 'old parser failed')",
+                       (PROVIDER, good, int(time.time() * 1000)))
+            # Received now: a row from 1970 would be pruned by retention once read, before
+            # the test could see it read.
         finally:
             db.close()
         server.start()  # the re-reading runs at every start
