@@ -22,7 +22,8 @@ from .transport import Provider
 def http_kind(adapter: type[ProviderAdapter],
               inbound: Callable[[ReportReader], InboundReader] | None, *,
               many_per_request: bool = False, status_query: bool = False,
-              national_language: bool = False) -> ProviderKind:
+              national_language: bool = False,
+              requests_per_s: float = 0.0) -> ProviderKind:
     """The declaration of the HTTP kind ``adapter.kind``."""
 
     def make(settings: ProviderSettings, ctx: BuildContext) -> ProviderAdapter:
@@ -53,4 +54,5 @@ def http_kind(adapter: type[ProviderAdapter],
                         options=adapter.declared_options(), inbound=inbound,
                         many_per_request=many_per_request, status_query=status_query,
                         national_language=national_language,
+                        requests_per_s=requests_per_s,
                         adapter=adapter)

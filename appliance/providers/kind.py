@@ -68,6 +68,9 @@ class ProviderKind:
     status_query: bool = False
     # It can send national language shift tables (ENC-1: ``national_language``).
     national_language: bool = False
+    # The provider's published limit of requests a second (sends and pulls together):
+    # the default of a table's ``requests_per_s``; 0 when it publishes none.
+    requests_per_s: float = 0.0
     # A request kind's wire format and report reader (None for a session kind).
     adapter: type[ProviderAdapter] | None = None
     # A session kind's own ``/metrics`` families over its sessions (by provider name),
