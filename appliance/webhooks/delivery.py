@@ -23,7 +23,10 @@ unit), the event stays its message's head in the database, and nothing there say
 wait. So the loop keeps its own hold, in memory, on the same ladder by the times in a
 row its outcome could not be recorded: the event is not POSTed again before its next
 step (1 s, 5 s, 15 s, 1 min, ...), at most 4 POSTs of one event in a minute whatever
-the disk does, instead of one POST after another as fast as the receiver answers.
+the disk does, instead of one POST after another as fast as the receiver answers. A
+unit that only met another process's work (a deadlock between two processes' writers on
+PostgreSQL) is written again at once, a few times, before that hold: the receiver has
+the event, and an unrecorded ``2xx`` is a second POST.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import httpx
 from appliance.outgoing_http import async_client
 from appliance.reports.inbox import next_delay_ms
 from appliance.runtime import Runtime
+from appliance.store.errors import StoreConflict
 from appliance.webhooks import outbox
 from appliance.webhooks.outbox import Event, Gate
 from appliance.webhooks.signature import HEADER, sign
@@ -46,6 +50,8 @@ log = logging.getLogger("appliance.webhooks")
 LOOP = "webhooks"
 POLL_S = 0.5  # how soon a new event (written by a trigger) is seen
 STOP_WAIT_S = 5.0  # at shutdown, POSTs in flight get this long (else: sent again later)
+# A delivered event's unit that met another process's work is written again after these.
+CONFLICT_PAUSES_S = (0.05, 0.2, 0.5, 1.0, 2.0)
 
 
 class WebhookDelivery:
@@ -111,7 +117,7 @@ class WebhookDelivery:
                     log.info("webhook receiver takes events again",
                              extra={"failures": self.gate.failures})
                 self.gate = Gate()
-                await writer.run(partial(outbox.mark_delivered, event=event, now_ms=now))
+                await self._record_delivered(event, now)
                 self._unrecorded.pop(event.id, None)
                 return
             failures = self.gate.failures + 1
@@ -139,6 +145,20 @@ class WebhookDelivery:
             self.inflight.pop(event.id, None)
             self._finished.add(event.id)
             self.wake()
+
+    async def _record_delivered(self, event: Event, now_ms: int) -> None:
+        """Record ``event``'s ``2xx``, tried again at once when the unit only met another
+        process's work (:class:`StoreConflict`: a deadlock or a lock wait between two
+        processes' writers, which sending it again resolves): the receiver has the event,
+        and an outcome left unrecorded would POST it a second time."""
+        unit = partial(outbox.mark_delivered, event=event, now_ms=now_ms)
+        for pause_s in CONFLICT_PAUSES_S:
+            try:
+                await self.appliance.store.writer.run(unit)
+                return
+            except StoreConflict:
+                await asyncio.sleep(pause_s)
+        await self.appliance.store.writer.run(unit)
 
     async def _post(self, event: Event) -> str | None:
         """POST ``event``; ``None`` for a ``2xx``, else what went wrong."""
