@@ -80,10 +80,17 @@ class StatusQuery(ProviderPart, ABC):
 
     ``status_batch_max`` is how many messages one request may ask about (1 for an API
     that takes one id a request); the puller asks about at most
-    ``min(status_batch_max, batch_max)`` at a time.
+    ``min(status_batch_max, batch_max)`` at a time, and together only about messages
+    of the same :meth:`status_batch_key` (an API whose query names one campaign).
     """
 
     status_batch_max: int = 1
+
+    def status_batch_key(self, target: PullTarget) -> str:
+        """Messages one request may ask about together share this key (by default
+        all do). A request built from targets of several keys asks about those of the
+        first key; the others get no verdict (``ERROR``) and are asked again."""
+        return ""
 
     @abstractmethod
     def build_status_request(self, targets: Sequence[PullTarget]) -> httpx.Request:
