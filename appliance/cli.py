@@ -183,14 +183,19 @@ def config_group() -> None:
 def config_check(data_dir: str | None, config_file: str | None) -> None:
     """Validate the config and the providers' limits; print the effective settings with
     secrets masked. Warns on stderr when no provider is configured (nothing could be
-    sent)."""
+    sent) or one that signs nothing has no callback_token; prints on stderr the URL to
+    enter in such a provider's panel."""
     from appliance.ops.commands.config import print_config
+    from appliance.provider_kinds import KINDS
+    from appliance.providers.callback_token import panel_urls, token_warnings
     from appliance.start_warnings import start_warnings
 
     settings = providers_checked(settings_from(data_dir, config_file))
     print_config(settings)
-    for warning in start_warnings(settings):
+    for warning in [*start_warnings(settings), *token_warnings(settings, KINDS)]:
         click.echo(f"warning: {warning}", err=True)
+    for line in panel_urls(settings, KINDS):
+        click.echo(line, err=True)
 
 
 @main.group()

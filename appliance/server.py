@@ -41,6 +41,7 @@ from appliance.ops.observability import install as observability
 from appliance.ops.observability.metrics import Metrics
 from appliance.ops.observability.sources import Sources
 from appliance.provider_kinds import KINDS, secret_values
+from appliance.providers.callback_token import token_warnings
 from appliance.providers.registry import Providers
 from appliance.reports import loops as report_loops
 from appliance.runtime import Runtime
@@ -194,7 +195,7 @@ def run_server(settings: Settings, runtime: Runtime | None = None, *,
             if intake is not None:
                 intake.start()
             log.info("listening", extra={"url": f"http://{settings.host}:{settings.port}"})
-            for warning in start_warnings(settings):
+            for warning in [*start_warnings(settings), *token_warnings(settings, KINDS)]:
                 log.warning(warning)
             server.run(sockets=[sock])
         finally:
