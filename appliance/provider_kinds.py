@@ -21,7 +21,15 @@ from typing import Any
 
 from appliance import config
 from appliance.config import ProviderSettings, Settings
-from appliance.providers import http_json, infobip, registry, simulator_kind, twilio, vonage
+from appliance.providers import (
+    http_json,
+    infobip,
+    registry,
+    simulator_kind,
+    twilio,
+    verimor,
+    vonage,
+)
 from appliance.providers.adapter import ProviderAdapter
 from appliance.providers.kind import ProviderKind, by_name
 from appliance.providers.transport import Provider
@@ -33,6 +41,7 @@ KINDS: Mapping[str, ProviderKind] = by_name((
     vonage.KIND,
     twilio.KIND,
     infobip.KIND,
+    verimor.KIND,
     smpp_kind.KIND,
 ))
 """Every provider kind, by name, in the order the docs list them."""

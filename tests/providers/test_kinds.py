@@ -31,18 +31,26 @@ ROOT = Path(__file__).resolve().parents[2] / "appliance"
 # that write configs or name commands (the demo, the CLI).
 ALLOWED = {"provider_kinds.py", "demo.py", "cli.py", "providers/simulator_kind.py",
            "providers/http_json.py", "providers/vonage.py", "providers/twilio.py",
-           "providers/infobip.py", "smpp/kind.py"}
+           "providers/infobip.py", "providers/verimor.py", "smpp/kind.py"}
+# The kinds whose API takes many numbers a request and can be asked about a message.
+AGGREGATORS = {"verimor"}
 
 
 def test_every_kind_is_declared_once_with_its_shape() -> None:
-    assert list(KINDS) == ["simulator", "http", "vonage", "twilio", "infobip", "smpp"]
+    assert list(KINDS) == ["simulator", "http", "vonage", "twilio", "infobip", "verimor",
+                           "smpp"]
     assert set(ADAPTERS) == {k for k, d in KINDS.items() if d.shape is Shape.REQUEST}
     for kind in KINDS.values():
         assert (kind.adapter is None) == (kind.shape is Shape.SESSION), kind.name
         assert (kind.inbound is None) == (kind.shape is Shape.SESSION), kind.name
         assert len({o.name for o in kind.options}) == len(kind.options), kind.name
-        assert not kind.many_per_request and not kind.status_query, kind.name
-    assert [k for k, d in KINDS.items() if d.national_language] == ["simulator", "smpp"]
+        if kind.name in AGGREGATORS:
+            assert kind.many_per_request and kind.status_query, kind.name
+            assert kind.requests_per_s > 0, kind.name
+        else:
+            assert not kind.many_per_request and not kind.status_query, kind.name
+    assert [k for k, d in KINDS.items() if d.national_language] == [
+        "simulator", "verimor", "smpp"]
 
 
 def test_no_module_outside_a_kind_s_own_names_it() -> None:
