@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import ConfigError
-from appliance.provider_kinds import load_settings, masked
+from appliance.provider_kinds import KINDS, load_settings, masked
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -91,8 +91,8 @@ def test_secrets_are_masked(tmp_path: Path) -> None:
         ("[imports]\nmax_rows = 10\n", "[imports]: unknown section; did you mean [import]?"),
         ("imports = 1\n", "imports: unknown setting; did you mean [import]?"),
         ("[import]\nmax_rowz = 1\n", "max_rowz: unknown setting; did you mean max_rows?"),
-        ("[providers.x]\nkind = 'vonag'\n", 'is not one of simulator, http, vonage, twilio,'
-         ' infobip, smpp; did you mean "vonage"?'),
+        ("[providers.x]\nkind = 'vonag'\n", f'is not one of {", ".join(KINDS)};'
+         ' did you mean "vonage"?'),
     ],
 )
 def test_file_values_are_typed_strictly(tmp_path: Path, text: str, fragment: str) -> None:
