@@ -12,20 +12,28 @@ with our shared ``secret``: either as ``?secret=`` in the query (we add it to
 ``notifyUrl``, option ``secret_in_notify_url``, on by default) or as the password of
 HTTP Basic authentication (an authentication setting in Infobip's subscription
 management; ``basic_user`` pins the user name). Compared in constant time.
+
+Asked (ROUTE-2) through the sent messages' logs, not the delivery-report pull: Infobip's
+``GET /sms/1/logs`` ("Sent messages logs") filters by ``messageId`` (one a request, as
+its parameter table gives it) and is not consumed by reading, where a report fetched
+from ``/sms/1/reports`` is returned only once (a pull that died after reading it would
+lose it). Its results have the pushed reports' shape and are read the same way; an
+empty ``results`` is an id Infobip does not know. Logs are kept 48 hours
+(``answers_within_s``): the puller's last ask falls before.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 from urllib.parse import quote
 
 import httpx
 
 from appliance.config import OptionValue
-from appliance.states import UNKNOWN_WORD_STATE
+from appliance.states import REPORTED_FINAL_STATES, UNKNOWN_WORD_STATE
 
 from .base import (
     AuthError,
@@ -49,6 +57,7 @@ from .base import (
 )
 from .http_kind import http_kind
 from .inbound import text_field
+from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 
 # Submit answer status groups that mean "taken".
 ACCEPTED_GROUPS = frozenset({"PENDING", "ACCEPTED", "DELIVERED"})
@@ -65,8 +74,7 @@ GROUP_STATES = {
     "REJECTED": "REJECTED",
 }
 
-
-class InfobipAdapter(ProviderAdapter):
+class InfobipAdapter(ProviderAdapter, StatusQuery):
     """Infobip SMS API (``kind = "infobip"``).
 
     Options: ``secret_in_notify_url`` (bool, default true): append ``?secret=`` to
@@ -86,6 +94,7 @@ class InfobipAdapter(ProviderAdapter):
         "operator_delivery_final": False,
     }
     SECRET_OPTIONS: ClassVar[frozenset[str]] = frozenset({"api_key", "secret"})
+    answers_within_s: float | None = 48 * 3600.0  # "logs ... for the last 48 hours"
 
     def _check_settings(self) -> None:
         self._require("base_url", "api_key", "secret")
@@ -150,6 +159,41 @@ class InfobipAdapter(ProviderAdapter):
         if group in ("REJECTED", "UNDELIVERABLE", "EXPIRED"):
             return Outcome(SubmitResult.REJECTED, provider_msg_id=provider_id, error=text)
         return Outcome(SubmitResult.UNCERTAIN, provider_msg_id=provider_id, error=text)
+
+    # -- status query ------------------------------------------------------------------
+
+    def build_status_request(self, targets: Sequence[PullTarget]) -> httpx.Request:
+        target = targets[0]  # our ref is the messageId we gave (request_body)
+        return httpx.Request(
+            "GET", self.endpoint("/sms/1/logs"),
+            params={"messageId": target.provider_msg_id or target.ref},
+            headers={"Authorization": f"App {self.option_str('api_key')}",
+                     "Accept": "application/json"},
+        )
+
+    def _read_status_answer(self, targets: Sequence[PullTarget],
+                            answer: CallbackRequest) -> PullAnswer:
+        target = targets[0]
+        data = load_json(answer.body)
+        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+            return PullAnswer.failed('infobip status: the answer is not {"results": [...]}')
+        ids = {target.ref, target.provider_msg_id}
+        mine = [item for item in data["results"]
+                if isinstance(item, dict) and item.get("messageId") in ids]
+        if not mine:
+            return PullAnswer(verdicts={target.ref: PullVerdict.UNKNOWN_ID})
+        status = mine[-1].get("status")
+        group = status.get("groupName") if isinstance(status, dict) else None
+        if group not in GROUP_STATES:  # not one of Infobip's status groups: no verdict
+            return PullAnswer(verdicts={target.ref: PullVerdict.ERROR},
+                              error=short(f"infobip status: unknown status group {group!r}"))
+        found = self._one(mine[-1])
+        if found.state not in REPORTED_FINAL_STATES:
+            return PullAnswer(verdicts={target.ref: PullVerdict.PENDING})
+        pulled = report(ref=target.ref, provider_msg_id=found.provider_msg_id,
+                        status=found.status, state=found.state,
+                        reported_at_ms=found.reported_at_ms, error_code=found.error_code)
+        return PullAnswer(reports=(pulled,), verdicts={target.ref: PullVerdict.FINAL})
 
     # -- callbacks ---------------------------------------------------------------------
 
@@ -297,4 +341,4 @@ class InfobipInbound(InboundReader):
                               text=text or "", provider_msg_id=msg_id, sent_at_ms=sent_at)
 
 
-KIND = http_kind(InfobipAdapter, InfobipInbound)
+KIND = http_kind(InfobipAdapter, InfobipInbound, status_query=True)

@@ -85,6 +85,10 @@ class StatusQuery(ProviderPart, ABC):
     """
 
     status_batch_max: int = 1
+    # How long after its sending the provider still answers about a message (Infobip's
+    # logs: 48 hours); ``None``: for as long as the delivery window. The puller's last
+    # ask falls within it.
+    answers_within_s: float | None = None
 
     def status_batch_key(self, target: PullTarget) -> str:
         """Messages one request may ask about together share this key (by default

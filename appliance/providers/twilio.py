@@ -15,6 +15,13 @@ then value with no separators. Every request that twilio-python's
 port, and a repeated identical parameter counted once (or, as the scheme reads
 literally, twice).
 
+Asked (ROUTE-2): ``GET {base_url}/2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json``
+(Twilio's "Fetch a Message resource"), one message a request, the same HTTP Basic. The
+Message resource's ``status`` is read with the callbacks' table: a final one closes the
+message through the inbox like a pushed report, any other is "still pending"; a ``404``
+(Twilio error 20404, "not found") is an id Twilio does not know; a status the table does
+not list is no verdict at all (DLR-8).
+
 Twilio's callbacks carry no report time we can order by (``RawDlrDoneDate`` is the
 carrier's minute-resolution time with no time zone, which Twilio documents as varying
 between carriers), so ``reported_at_ms`` is always 0 and ordering falls back to
@@ -26,14 +33,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import ClassVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
 from appliance.config import OptionValue
-from appliance.states import UNKNOWN_WORD_STATE
+from appliance.states import REPORTED_FINAL_STATES, UNKNOWN_WORD_STATE
 
 from .base import (
     AuthError,
@@ -57,6 +64,7 @@ from .base import (
     short,
 )
 from .http_kind import http_kind
+from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 
 # Message status values -> our state.
 STATUS_STATES = {
@@ -159,7 +167,7 @@ class FormFields(Mapping[str, str]):
         return len(self._values)
 
 
-class TwilioAdapter(ProviderAdapter):
+class TwilioAdapter(ProviderAdapter, StatusQuery):
     """Twilio Messages API (``kind = "twilio"``).
 
     Options: ``messaging_service_sid`` (str, default ""): send ``MessagingServiceSid``
@@ -197,13 +205,12 @@ class TwilioAdapter(ProviderAdapter):
             data["From"] = s.sender
         data["Body"] = msg.body
         data["StatusCallback"] = self.status_callback(msg)
-        sid, auth = self.option_str("account_sid"), self.option_str("auth_token")
-        token = base64.b64encode(f"{sid}:{auth}".encode()).decode("ascii")
+        sid = self.option_str("account_sid")
         return httpx.Request(
             "POST",
             self.endpoint(f"/2010-04-01/Accounts/{quote(sid, safe='')}/Messages.json"),
             data=data,
-            headers={"Authorization": f"Basic {token}", "Accept": "application/json"},
+            headers={"Authorization": self._authorization(), "Accept": "application/json"},
         )
 
     def interpret_response(self, response: httpx.Response) -> Outcome:
@@ -240,6 +247,51 @@ class TwilioAdapter(ProviderAdapter):
                 error=f"twilio: unreadable {response.status_code} answer",
             )
         return Outcome(SubmitResult.ACCEPTED, provider_msg_id=sid)
+
+    def _authorization(self) -> str:
+        sid, auth = self.option_str("account_sid"), self.option_str("auth_token")
+        return "Basic " + base64.b64encode(f"{sid}:{auth}".encode()).decode("ascii")
+
+    # -- status query ------------------------------------------------------------------
+
+    def build_status_request(self, targets: Sequence[PullTarget]) -> httpx.Request:
+        sid = targets[0].provider_msg_id
+        if not sid:
+            raise ValueError("twilio: a message without its sid cannot be asked about")
+        account = quote(self.option_str("account_sid"), safe="")
+        path = f"/2010-04-01/Accounts/{account}/Messages/{quote(sid, safe='')}.json"
+        return httpx.Request("GET", self.endpoint(path),
+                             headers={"Authorization": self._authorization(),
+                                      "Accept": "application/json"})
+
+    def read_status_answer(self, targets: Sequence[PullTarget], status_code: int,
+                           answer: CallbackRequest) -> PullAnswer:
+        if status_code == 404 and targets:  # "The requested resource ... was not found"
+            return PullAnswer(verdicts={targets[0].ref: PullVerdict.UNKNOWN_ID})
+        return super().read_status_answer(targets, status_code, answer)
+
+    def _read_status_answer(self, targets: Sequence[PullTarget],
+                            answer: CallbackRequest) -> PullAnswer:
+        target = targets[0]
+        body = load_json(answer.body)
+        if not isinstance(body, dict):
+            return PullAnswer.failed("twilio status: the answer is not a Message resource")
+        sid, status = body.get("sid"), body.get("status")
+        if not isinstance(sid, str) or not isinstance(status, str):
+            return PullAnswer.failed("twilio status: no sid or status in the answer")
+        if sid != target.provider_msg_id:
+            return PullAnswer.failed("twilio status: the answer is about another message")
+        state = STATUS_STATES.get(status.lower())
+        if state is None:  # not in Twilio's list: nothing is made of it
+            return PullAnswer(verdicts={target.ref: PullVerdict.ERROR},
+                              error=short(f"twilio status: unknown status {status!r}"))
+        if state not in REPORTED_FINAL_STATES:
+            return PullAnswer(verdicts={target.ref: PullVerdict.PENDING})
+        code = body.get("error_code")
+        found = report(ref=target.ref, provider_msg_id=sid, status=status, state=state,
+                       reported_at_ms=0,
+                       error_code=None if code is None else short(str(code), 40))
+        return PullAnswer(reports=(found,), verdicts={target.ref: PullVerdict.FINAL})
 
     # -- callbacks ---------------------------------------------------------------------
 
@@ -342,4 +394,4 @@ class TwilioInbound(InboundReader):
         return (200, TWIML_EMPTY, "text/xml")
 
 
-KIND = http_kind(TwilioAdapter, TwilioInbound)
+KIND = http_kind(TwilioAdapter, TwilioInbound, status_query=True)

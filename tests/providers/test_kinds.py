@@ -34,6 +34,8 @@ ALLOWED = {"provider_kinds.py", "demo.py", "cli.py", "providers/simulator_kind.p
            "providers/infobip.py", "providers/verimor.py", "smpp/kind.py"}
 # The kinds whose API takes many numbers a request and can be asked about a message.
 AGGREGATORS = {"verimor"}
+# The kinds that can be asked about a message one at a time.
+ASKED_ONE_BY_ONE = {"twilio", "infobip"}
 
 
 def test_every_kind_is_declared_once_with_its_shape() -> None:
@@ -48,7 +50,8 @@ def test_every_kind_is_declared_once_with_its_shape() -> None:
             assert kind.many_per_request and kind.status_query, kind.name
             assert kind.requests_per_s > 0, kind.name
         else:
-            assert not kind.many_per_request and not kind.status_query, kind.name
+            assert not kind.many_per_request, kind.name
+            assert kind.status_query == (kind.name in ASKED_ONE_BY_ONE), kind.name
     assert [k for k, d in KINDS.items() if d.national_language] == [
         "simulator", "verimor", "smpp"]
 
