@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int, as_str
 
@@ -90,9 +91,14 @@ def _add(conn: Connection, table_key: tuple[Any, ...], delta: int) -> None:
 def fold(conn: Connection, limit: int = FOLD_BATCH) -> int:
     """Count up to ``limit`` messages under their current state (a write unit); how
     many it moved. Readers give the same figures before and after."""
+    # On PostgreSQL the rows are locked as they are read, and those another process's
+    # unit holds are passed over (folded next time): the fold never waits for a message
+    # row, so it is never one side of a deadlock with a batch that changes messages in
+    # another order (two processes, each folding or sending, deadlocked every few
+    # seconds and the fold failed).
     rows: list[Any] = conn.execute(
         "SELECT id, account_id, created_at / 60000, counted_state, state FROM messages"
-        f" WHERE {_UNCOUNTED} LIMIT ?", (limit,)).fetchall()
+        f" WHERE {_UNCOUNTED} LIMIT ?{dialect.of(conn).skip_locked}", (limit,)).fetchall()
     deltas: dict[tuple[Any, ...], int] = {}
     for _id, account_id, minute, counted, state in rows:
         if counted is not None:

@@ -433,6 +433,29 @@ def test_two_transactions_changing_counts_in_opposite_orders_do_not_deadlock(
         b.close()
 
 
+def test_the_fold_passes_over_a_message_another_transaction_holds(
+        pg: PgConnection, pg_url: str) -> None:
+    """Another process's unit holds a message row (a report being applied): the fold
+    counts the others and leaves that one for its next pass, without waiting for it.
+    Waiting made the fold one side of a deadlock with a batch that changes messages in
+    another order, every few seconds with two processes."""
+    for n in range(3):
+        in_unit(pg, lambda c, n=n: accept(c, f"m{n}", to=f"+90532123000{n}"))  # type: ignore[misc]
+    other = connect(pg_url)
+    try:
+        other.execute("BEGIN")
+        other.execute("UPDATE messages SET priority = priority WHERE ref = 'm1'")
+        pg.execute("SET lock_timeout = 2000")  # a fold that waits fails here
+        assert in_unit(pg, lambda c: fold(c, 100)) == 2
+        other.execute("COMMIT")
+        assert in_unit(pg, lambda c: fold(c, 100)) == 1
+        assert in_unit(pg, lambda c: fold(c, 100)) == 0
+        assert rollups.message_states(cast(Any, pg)) == {"QUEUED": 3}
+        assert rollups.drift(cast(Any, pg)) == []
+    finally:
+        other.close()
+
+
 # -- migrate --to -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("webhooks", [True, False])
