@@ -165,6 +165,10 @@ class InboundReader(ProviderPart, ABC):
     """Proves that an inbound request is the provider's (with the same check as its
     reports) and reads the messages it carries."""
 
+    # The provider pushes its inbound messages to its report URL too (Verimor's panel
+    # has one push URL): ``/callbacks/NAME`` files them as ``/inbound/NAME`` would.
+    at_report_url: ClassVar[bool] = False
+
     def __init__(self, reports: ReportReader) -> None:
         self.reports = reports
         self.settings = reports.settings

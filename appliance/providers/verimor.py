@@ -17,8 +17,8 @@ developer.verimor.com.tr/smsapi). Each verb names the guide's section it follows
 * inbound messages ("GELEN SMS ALIMI", "PUSH ile Gelen SMS Alımı"): a JSON array of
   ``{"message_id", "type": "inbound", "created_at", "network", "source_addr",
   "destination_addr", "keyword", "content", "received_at"}`` POSTed to the one URL of
-  the panel, the reports' URL: taken at ``/inbound/NAME``,
-  proven by the same ``callback_token``.
+  the panel, the reports' URL: taken at ``/callbacks/NAME`` beside the reports, and at
+  ``/inbound/NAME``, proven by the same ``callback_token``.
 
 The guide's limits ("GENEL NOTLAR"): 240 send requests a minute, 20 status queries a
 minute, 50,000 messages and 10 MB a request; over the rate, ``429``. The kind's
@@ -28,7 +28,7 @@ published rate (``requests_per_s``) is 2.5 a second, sends and pulls together.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -38,7 +38,14 @@ from .http_kind import http_kind
 from .inbound import text_field
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 from .verimor_codes import PENDING_STATES, REPORT_STATES
-from .verimor_wire import VerimorWire, dest_of, digits_of, provider_id, verimor_time_ms
+from .verimor_wire import (
+    VerimorWire,
+    dest_of,
+    digits_of,
+    entry_type,
+    provider_id,
+    verimor_time_ms,
+)
 from .wire_text import decode_utf8, load_json
 
 STATUS_PATH = "/v2/status"
@@ -154,9 +161,12 @@ class VerimorAdapter(VerimorWire, StatusQuery, CreditQuery):
 
 class VerimorInbound(InboundReader):
     """Verimor's inbound push (a JSON array; the entries of ``"type": "inbound"``, or
-    without a type as its ``/v2/inbound_messages`` answer writes them)."""
+    without a type as its ``/v2/inbound_messages`` answer writes them). Verimor's panel
+    has one push URL for reports and inbound messages: both are taken at
+    ``/callbacks/NAME`` (and inbound messages at ``/inbound/NAME`` too)."""
 
     reports: VerimorAdapter
+    at_report_url: ClassVar[bool] = True
 
     def _parse_inbound(self, req: CallbackRequest) -> list[InboundMessage]:
         data = load_json(req.body)
@@ -166,7 +176,7 @@ class VerimorInbound(InboundReader):
         for item in data:
             if not isinstance(item, dict):
                 raise InboundParseError(f"{self.kind}: an entry is not an object")
-            if item.get("type", "inbound") != "inbound":
+            if entry_type(item) != "inbound":
                 continue  # a delivery report pushed to the same URL
             out.append(self._one(item))
         return out

@@ -236,7 +236,7 @@ class VerimorWire(ProviderAdapter, BatchWireFormat):
         for item in data:
             if not isinstance(item, dict):
                 raise ReportParseError(f"{self.kind}: an entry is not an object")
-            if item.get("type", "outbound") != "outbound":
+            if entry_type(item) != "outbound":
                 continue  # an inbound message pushed to the same URL
             out.append(self.report_of(item))
         return out
@@ -267,6 +267,16 @@ class VerimorWire(ProviderAdapter, BatchWireFormat):
         if status == "SENT" and not self.option_bool("sent_final"):
             return UNKNOWN_WORD_STATE
         return REPORT_STATES.get(status, UNKNOWN_WORD_STATE)
+
+
+def entry_type(item: Mapping[str, Any]) -> str:
+    """What an entry of a push is: its ``type`` (``"outbound"``, a report; ``"inbound"``,
+    a message to us), or, where it has none (the status and ``/v2/inbound_messages``
+    answers write none), ``"inbound"`` for an entry with a sender and no status."""
+    kind = item.get("type")
+    if isinstance(kind, str) and kind:
+        return kind
+    return "inbound" if "source_addr" in item and "status" not in item else "outbound"
 
 
 def _asked_number(response: httpx.Response) -> str | None:

@@ -14,20 +14,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.responses import JSONResponse, Response
 
 from appliance.config import ConfigError
+from appliance.inbound.store import InboundReceipt, InboundRules, receive_request
 from appliance.logs import SampledLine
-from appliance.providers import AuthError, CallbackRequest, ReportParseError
-from appliance.providers.base import ReportReader
+from appliance.providers import (
+    AuthError,
+    CallbackRequest,
+    InboundMessage,
+    InboundParseError,
+    ReportParseError,
+)
+from appliance.providers.base import InboundReader, ReportReader
 from appliance.providers.registry import Providers
-from appliance.reports.apply import Receipt
+from appliance.reports.apply import Receipt, receive
 from appliance.reports.inbox import InboxReport, RawCallback, from_parsed, storable
+from appliance.store.connection import Connection
 from appliance.web.errors import ApiError
 
 log = logging.getLogger("appliance.callbacks")
+INBOUND_LOG = logging.getLogger("appliance.inbound")
 # The line the field note counts: a report whose message we cannot match yet. Under a
 # race there are thousands a minute, so each provider's are summed up every 10 s.
 UNKNOWN_REPORT = SampledLine(log, "unknown report", interval_s=10.0, detail_key="ref")
@@ -46,6 +55,10 @@ class Checked:
     parse_error: str | None
     answer: tuple[int, bytes, str]  # the adapter's (status, body, content type)
     signed_age_s: float | None
+    # Inbound messages pushed to the report URL (a kind whose inbound reader is
+    # ``at_report_url``), or why those could not be read; filed as ``/inbound`` files.
+    inbound: list[InboundMessage] = field(default_factory=list)
+    inbound_error: str | None = None
 
 
 def reader_for(providers: Providers, name: str) -> ReportReader:
@@ -65,10 +78,20 @@ def reader_for(providers: Providers, name: str) -> ReportReader:
     return provider.reports
 
 
+def inbound_reader_for(providers: Providers, name: str) -> InboundReader | None:
+    """Provider ``name``'s inbound reader when its kind pushes inbound messages to the
+    report URL too; ``None`` otherwise (call after :func:`reader_for`)."""
+    provider = providers.get(name)
+    inbound = provider.inbound if provider is not None else None
+    return inbound if inbound is not None and inbound.at_report_url else None
+
+
 def check(reader: ReportReader, name: str, method: str, url: str, query: str,
-          headers: Mapping[str, str], body: bytes) -> Checked:
-    """Verify the callback (``401`` refused, nothing stored) and read its reports; a
-    body that cannot be read is still kept, raw, with the reason."""
+          headers: Mapping[str, str], body: bytes,
+          inbound: InboundReader | None = None) -> Checked:
+    """Verify the callback (``401`` refused, nothing stored) and read its reports, and
+    with ``inbound`` the inbound messages it carries; a body that cannot be read is
+    still kept, raw, with the reason."""
     req = CallbackRequest(method=method, url=url, query=query, headers=dict(headers),
                           body=body)
     try:
@@ -89,8 +112,45 @@ def check(reader: ReportReader, name: str, method: str, url: str, query: str,
         parse_error, reports = "a report field is not valid Unicode text", []
     raw = RawCallback(provider=name, method=method,
                       content_type=headers.get("content-type", ""), query=query, body=body)
+    messages: list[InboundMessage] = []
+    inbound_error: str | None = None
+    if inbound is not None and parse_error is None:
+        try:
+            messages = inbound.parse_inbound(req)
+        except InboundParseError as exc:
+            inbound_error = str(exc) or "unreadable"
     return Checked(name, raw, reports, parse_error, reader.callback_response(),
-                   reader.signed_age_s(req))
+                   reader.signed_age_s(req), messages, inbound_error)
+
+
+def receive_push(conn: Connection, rules: InboundRules | None, raw: RawCallback,
+                 reports: list[InboxReport], parse_error: str | None,
+                 inbound: list[InboundMessage], inbound_error: str | None, now_ms: int
+                 ) -> tuple[Receipt, InboundReceipt | None]:
+    """A callback's write unit: the raw callback and its reports
+    (:func:`~appliance.reports.apply.receive`), then, when it carries inbound messages
+    (or some that cannot be read), the same body as an inbound request, filed and its
+    STOPs honoured as at ``/inbound/NAME`` (``rules``: given exactly then, so a
+    callback of reports alone does not build them), in the same transaction."""
+    receipt = receive(conn, raw, reports, parse_error, now_ms)
+    if rules is None or (not inbound and inbound_error is None):
+        return receipt, None
+    return receipt, receive_request(conn, rules, raw, inbound, inbound_error, now_ms)
+
+
+def note_inbound(name: str, receipt: InboundReceipt | None) -> None:
+    """The log lines of a stored inbound request: kept raw unread, or opt-outs in it."""
+    if receipt is None:
+        return
+    if receipt.error is not None:
+        INBOUND_LOG.warning("inbound request %s from %s kept raw, not read: %s",
+                            receipt.raw_id, name, receipt.error)
+    for result in receipt.results:
+        if result.keyword is not None and not result.duplicate:
+            INBOUND_LOG.info("opt-out received",
+                             extra={"provider": name, "inbound_id": result.inbound_id,
+                                    "keyword": result.keyword,
+                                    "accounts": len(result.suppressed_for)})
 
 
 def note_receipt(name: str, receipt: Receipt) -> None:

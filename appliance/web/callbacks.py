@@ -3,7 +3,10 @@
 The handler reads the body under ``[reports] max_callback_bytes``, lets the provider's
 adapter prove the callback is the provider's (``401`` and nothing stored when it is
 not), reads the reports in it, and hands the writer one unit that stores the callback
-raw and then files and applies its reports (:func:`appliance.reports.apply.receive`).
+raw and then files and applies its reports (:func:`appliance.reports.apply.receive`);
+for a kind that pushes inbound messages to the same URL (its inbound reader is
+``at_report_url``: Verimor), the same unit files those as ``/inbound`` does
+(:func:`appliance.web.callback_check.receive_push`).
 It answers the adapter's ``2xx`` whether or not anything matched, and for a body it
 cannot parse (kept raw, ``parsed = 0``; so is one whose reports hold text that is
 not valid Unicode). The one failure it reports is failing to store: ``503`` with
@@ -25,15 +28,18 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.disk import is_storage_error
+from appliance.inbound.store import InboundRules
 from appliance.logs import note_not_stored
-from appliance.reports.apply import receive
 from appliance.web.bodies import read_bounded
 from appliance.web.callback_check import (
     TOO_LARGE,
     TRY_AGAIN,
     check,
+    inbound_reader_for,
+    note_inbound,
     note_receipt,
     reader_for,
+    receive_push,
     refusal,
 )
 from appliance.web.errors import ApiError
@@ -73,13 +79,17 @@ async def _callback(request: Request) -> Response:
     url = appliance.settings.callback_base + path + (f"?{query}" if query else "")
     # ASGI header names are lower case already; latin-1 as Starlette decodes them.
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
-    checked = check(reader, name, request.method, url, query, headers, body)
+    checked = check(reader, name, request.method, url, query, headers, body,
+                    inbound_reader_for(parts.providers, name))
     if checked.signed_age_s is not None:
         parts.metrics.observe_signed_report_age(name, checked.signed_age_s)
     now = appliance.now_ms()
+    carries_inbound = bool(checked.inbound) or checked.inbound_error is not None
+    rules = InboundRules.from_settings(appliance.settings) if carries_inbound else None
     try:
-        receipt = await appliance.store.writer.run(
-            lambda c: receive(c, checked.raw, checked.reports, checked.parse_error, now))
+        receipt, inbound = await appliance.store.writer.run(
+            lambda c: receive_push(c, rules, checked.raw, checked.reports, checked.parse_error,
+                                   checked.inbound, checked.inbound_error, now))
     except Exception as exc:
         if not is_storage_error(exc):
             log.exception("callback for provider %s could not be stored", name)
@@ -87,6 +97,7 @@ async def _callback(request: Request) -> Response:
             note_not_stored("/callbacks/{provider}", exc)
         raise TRY_AGAIN from None
     note_receipt(name, receipt)
+    note_inbound(name, inbound)
     status, content, media_type = checked.answer
     return Response(content, status_code=status, media_type=media_type)
 

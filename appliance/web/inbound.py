@@ -27,7 +27,7 @@ from appliance.logs import note_not_stored
 from appliance.providers import AuthError, CallbackRequest, InboundMessage, InboundParseError
 from appliance.reports.inbox import RawCallback
 from appliance.web.bodies import read_bounded
-from appliance.web.callback_check import TRY_AGAIN, refusal
+from appliance.web.callback_check import TRY_AGAIN, note_inbound, refusal
 from appliance.web.errors import ApiError
 from appliance.web.parts import parts_of
 
@@ -89,14 +89,7 @@ async def _inbound(request: Request) -> Response:
         else:  # a full disk refuses every request: summed up, not one line each
             note_not_stored(ROUTE, exc)
         raise TRY_AGAIN from None
-    if receipt.error is not None:
-        log.warning("inbound request %s from %s kept raw, not read: %s", receipt.raw_id, name,
-                    receipt.error)
-    for result in receipt.results:
-        if result.keyword is not None and not result.duplicate:
-            log.info("opt-out received", extra={"provider": name, "inbound_id": result.inbound_id,
-                                                "keyword": result.keyword,
-                                                "accounts": len(result.suppressed_for)})
+    note_inbound(name, receipt)
     status, content, media_type = reader.inbound_response()
     return Response(content, status_code=status, media_type=media_type)
 

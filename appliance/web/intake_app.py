@@ -36,7 +36,14 @@ from appliance.provider_kinds import KINDS
 from appliance.providers.registry import Providers
 from appliance.reports.intake_link import frame, frames
 from appliance.web.body_budget import BodyBudget, read_scope_pieces
-from appliance.web.callback_check import TOO_LARGE, TRY_AGAIN, check, reader_for, refusal
+from appliance.web.callback_check import (
+    TOO_LARGE,
+    TRY_AGAIN,
+    check,
+    inbound_reader_for,
+    reader_for,
+    refusal,
+)
 from appliance.web.edge import STATS
 from appliance.web.errors import ApiError
 
@@ -148,9 +155,11 @@ class IntakeApp:
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         url = self.settings.report_callback_base + path + (f"?{query}" if query else "")
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        checked = check(reader, name, str(scope["method"]), url, query, headers, body)
+        checked = check(reader, name, str(scope["method"]), url, query, headers, body,
+                        inbound_reader_for(self.providers, name))
         stored = await self.link.store((name, checked.raw, checked.reports,
-                                        checked.parse_error, checked.signed_age_s))
+                                        checked.parse_error, checked.signed_age_s,
+                                        checked.inbound, checked.inbound_error))
         if not stored:
             raise TRY_AGAIN
         status, content, media_type = checked.answer

@@ -42,15 +42,18 @@ from typing import Any
 
 import anyio.to_thread
 
+from appliance.config import Settings
+from appliance.inbound.store import InboundRules
 from appliance.ops.observability.metrics import Metrics
-from appliance.reports.apply import Receipt, receive
+from appliance.providers import InboundMessage
+from appliance.reports.apply import Receipt
 from appliance.reports.inbox import InboxReport, RawCallback
 from appliance.reports.intake_link import frame, frames
 from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS
 from appliance.store.writer import WriterClosed
-from appliance.web.callback_check import note_receipt
+from appliance.web.callback_check import note_inbound, note_receipt, receive_push
 from appliance.web.intake_app import serve_intake
 
 log = logging.getLogger("appliance.callbacks")
@@ -59,8 +62,10 @@ MAX_BACKOFF_S = 10.0
 STEADY_S = 30.0  # a child that lived this long resets the backoff
 ROUTE = "/callbacks/{provider}"
 # A checked callback as the intake sends it: (number, provider, raw, reports,
-# parse_error, signed_age_s).
-Callback = tuple[int, str, RawCallback, list[InboxReport], str | None, float | None]
+# parse_error, signed_age_s, inbound, inbound_error): the last two, inbound messages
+# pushed to the report URL (``Checked.inbound``).
+Callback = tuple[int, str, RawCallback, list[InboxReport], str | None, float | None,
+                 list[InboundMessage], str | None]
 
 
 class _Drain:
@@ -114,16 +119,21 @@ class IntakeEdge:
         return self._budget_refused_before + self._budget_refused
 
 
-def store_batch(conn: Connection, batch: list[Callback], now_ms: int
-                ) -> list[Receipt | None]:
+def store_batch(conn: Connection, batch: list[Callback], now_ms: int,
+                settings: Settings) -> list[Receipt | None]:
     """The write unit of the callbacks of one read: each the route's own unit
-    (:func:`~appliance.reports.apply.receive`) under a savepoint of its own, so one that
-    fails is undone alone (``None``); a storage error fails them all."""
+    (:func:`~appliance.web.callback_check.receive_push`) under a savepoint of its own,
+    so one that fails is undone alone (``None``); a storage error fails them all."""
     receipts: list[Receipt | None] = []
-    for _, _, raw, reports, parse_error, _ in batch:
+    for _, name, raw, reports, parse_error, _, inbound, inbound_error in batch:
         conn.execute("SAVEPOINT intake")
         try:
-            receipts.append(receive(conn, raw, reports, parse_error, now_ms))
+            carries_inbound = bool(inbound) or inbound_error is not None
+            rules = InboundRules.from_settings(settings) if carries_inbound else None
+            receipt, filed = receive_push(conn, rules, raw, reports, parse_error, inbound,
+                                          inbound_error, now_ms)
+            receipts.append(receipt)
+            note_inbound(name, filed)
         except STORAGE_ERRORS:
             raise
         except Exception:
@@ -245,12 +255,12 @@ class ReportIntake:
                     drain.others.append(message)
         finally:
             taken.ran.set()
-        return store_batch(conn, taken.batch, self.appliance.now_ms())
+        return store_batch(conn, taken.batch, self.appliance.now_ms(), self.appliance.settings)
 
     def _observe(self, batch: list[Callback], drain: _Drain) -> None:
         """The metrics of what a unit took from the link (here, not in the writer)."""
         metrics = self.metrics
-        for _, name, _, _, _, signed_age_s in batch:
+        for _, name, _, _, _, signed_age_s, *_ in batch:
             if signed_age_s is not None:
                 metrics.observe_signed_report_age(name, signed_age_s)
         others, drain.others = drain.others, []
