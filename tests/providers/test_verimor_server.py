@@ -11,7 +11,7 @@ import httpx
 
 from appliance.simulator.verimor_fake import RunningFake, VerimorFake
 from tests.harness import Server, create_account, db_rows, run_cli, wait_for
-from tests.sending.support import send, wait_state
+from tests.sending.support import message, send, wait_state
 
 TOKEN = "tok-3f9a1c"
 
@@ -123,5 +123,39 @@ def test_no_credit_holds_the_lane_and_a_duplicate_is_rejected(
                 done = wait_state(api, held, "DELIVERED", "REJECTED", "FAILED", timeout=120)
                 assert done["state"] == "DELIVERED", done
                 assert fake.requests["send"] == 4
+        finally:
+            server.stop()
+
+
+def test_an_unregistered_header_or_address_holds_the_lane_and_html_is_uncertain(
+        data_dir: Path, tmp_path: Path) -> None:
+    fake = VerimorFake(headers=["BASKA"], ip_allowed=False)
+    with RunningFake(fake) as running:
+        server = Server(data_dir, config=config(tmp_path / "f.toml", running.base_url))
+        fake.push_url = f"{server.url}/callbacks/vr?token={TOKEN}"
+        server.start()
+        try:
+            key = create_account(data_dir)
+            with server.client(key) as api:
+                held = send(api, "+905321234570", "Bekleyen")
+                # The address is not allowed, then the header is not registered: the
+                # message waits, its attempts not counted, until the panel is fixed.
+                wait_for(lambda: fake.requests["send"] >= 1 or None, timeout=30,
+                         message="a try refused for the address")
+                fake.ip_allowed = True
+                wait_for(lambda: fake.requests["send"] >= 2 or None, timeout=60,
+                         message="a try refused for the header")
+                waiting = message(api, held)
+                assert waiting["state"] not in ("REJECTED", "FAILED", "DELIVERED"), waiting
+                assert waiting["attempts"] == 0, waiting
+                fake.headers.append("BASLIGIM")
+                done = wait_state(api, held, "DELIVERED", "REJECTED", "FAILED", timeout=120)
+                assert done["state"] == "DELIVERED", done
+                refused = [s for s in fake.sends if s["messages"][0]["id"] == held]
+                assert len(refused) >= 3  # every try carried the same ref
+                fake.answer_next(200, "<html><body>502 Bad Gateway</body></html>")
+                odd = send(api, "+905321234571", "HTML")
+                uncertain = wait_state(api, odd, "UNCERTAIN", timeout=30)
+                assert "unreadable" in (uncertain["error"] or ""), uncertain
         finally:
             server.stop()
