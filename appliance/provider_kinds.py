@@ -23,6 +23,7 @@ from appliance import config
 from appliance.config import ProviderSettings, Settings
 from appliance.providers import (
     http_json,
+    iletimerkezi,
     infobip,
     registry,
     simulator_kind,
@@ -42,6 +43,7 @@ KINDS: Mapping[str, ProviderKind] = by_name((
     twilio.KIND,
     infobip.KIND,
     verimor.KIND,
+    iletimerkezi.KIND,
     smpp_kind.KIND,
 ))
 """Every provider kind, by name, in the order the docs list them."""

@@ -31,20 +31,24 @@ ROOT = Path(__file__).resolve().parents[2] / "appliance"
 # that write configs or name commands (the demo, the CLI).
 ALLOWED = {"provider_kinds.py", "demo.py", "cli.py", "providers/simulator_kind.py",
            "providers/http_json.py", "providers/vonage.py", "providers/twilio.py",
-           "providers/infobip.py", "providers/verimor.py", "smpp/kind.py"}
+           "providers/infobip.py", "providers/verimor.py", "smpp/kind.py",
+           "providers/iletimerkezi.py"}
 # The kinds whose API takes many numbers a request and can be asked about a message.
-AGGREGATORS = {"verimor"}
+AGGREGATORS = {"verimor", "iletimerkezi"}
 # The kinds that can be asked about a message one at a time.
 ASKED_ONE_BY_ONE = {"twilio", "infobip"}
+# Request kinds whose provider documents no inbound (MO) webhook.
+NO_INBOUND = {"iletimerkezi"}
 
 
 def test_every_kind_is_declared_once_with_its_shape() -> None:
     assert list(KINDS) == ["simulator", "http", "vonage", "twilio", "infobip", "verimor",
-                           "smpp"]
+                           "iletimerkezi", "smpp"]
     assert set(ADAPTERS) == {k for k, d in KINDS.items() if d.shape is Shape.REQUEST}
     for kind in KINDS.values():
         assert (kind.adapter is None) == (kind.shape is Shape.SESSION), kind.name
-        assert (kind.inbound is None) == (kind.shape is Shape.SESSION), kind.name
+        assert (kind.inbound is None) == (kind.shape is Shape.SESSION
+                                          or kind.name in NO_INBOUND), kind.name
         assert len({o.name for o in kind.options}) == len(kind.options), kind.name
         if kind.name in AGGREGATORS:
             assert kind.many_per_request and kind.status_query, kind.name
@@ -134,6 +138,9 @@ def test_inbound_readers_come_from_the_declarations() -> None:
         provider = build_provider(
             ProviderSettings(name="p", kind=name, base_url="https://p.example", options=full),
             submit_timeout_s=1.0)
+        if kind.name in NO_INBOUND:
+            assert kind.inbound is None and provider.inbound is None
+            continue
         assert kind.inbound is not None and provider.inbound is not None
         assert type(provider.inbound) is type(kind.inbound(provider.reports)), name  # type: ignore[arg-type]
 

@@ -93,11 +93,14 @@ FULL = ProviderSettings(
     secret="sec",
     username="908501234567",
     password="pw",
+    key="k",
+    hash="h",
 )
 
 
 def test_registry_builds_every_kind() -> None:
-    assert set(ADAPTERS) == {"simulator", "http", "vonage", "twilio", "infobip", "verimor"}
+    assert set(ADAPTERS) == {"simulator", "http", "vonage", "twilio", "infobip", "verimor",
+                             "iletimerkezi"}
     for kind, cls in ADAPTERS.items():
         built = build_adapter(replace(FULL, kind=kind))
         assert type(built) is cls
