@@ -18,6 +18,10 @@ client, so a test of the client against it checks the client against the guide:
 * ``GET /v2/status`` ("HTTP GET ile Gönderim Raporu Alımı"): ``id`` or ``custom_id``,
   optional ``dest`` and ``greater_than``, at most 100 entries; ``404`` "Bu idye sahip
   kampanya bulunamadı".
+* a message is ``WAITING`` for ``settle_s`` (0: at once), then has its fate (``fates``,
+  by number; ``DELIVERED`` else); it is pushed then. ``send_limit_per_min`` and
+  ``status_limit_per_min`` (the guide's 240 and 20, "GENEL NOTLAR"; off by default)
+  answer ``429`` past them.
 * ``GET /v2/balance`` ("SMS KALAN KREDİ SORGULAMA"), ``GET /v2/headers`` ("SMS BAŞLIK
   LİSTESİ ALIMI"), and the inbound push ("PUSH ile Gelen SMS Alımı").
 
@@ -71,8 +75,18 @@ class FakeMessage:
     status: str = "WAITING"
     gsm_error: str = "0"
     done_at: str | None = None
+    fate: tuple[str, str] = ("DELIVERED", "0")  # the status it settles to, its gsm_error
+    settles_at: float = 0.0  # time.monotonic() from which it has its fate
+
+    def settle(self, now: float) -> None:
+        """Waiting for the operator until ``settles_at``, then its fate."""
+        if self.status == "WAITING" and now >= self.settles_at:
+            self.status, self.gsm_error = self.fate
+            if self.status != "WAITING":
+                self.done_at = (datetime.now(UTC) + TRT).strftime("%Y-%m-%d %H:%M:%S")
 
     def entry(self) -> dict[str, Any]:
+        self.settle(time.monotonic())
         return {"campaign_id": self.campaign_id, "campaign_custom_id": self.campaign_custom_id,
                 "message_id": str(self.message_id), "message_custom_id": self.custom_id,
                 "dest": self.dest, "size": self.size, "international_multiplier": 1,
@@ -93,6 +107,11 @@ class VerimorFake:
     push_url: str = ""
     push: str = "all"  # all | none | half
     retry_delay_s: float = 0.2
+    settle_s: float = 0.0  # how long a message is WAITING before its fate (and its push)
+    # The guide's limits ("GENEL NOTLAR"): 240 send requests and 20 status queries a
+    # minute, then 429. 0: no limit (the default, so tests may go fast).
+    send_limit_per_min: int = 0
+    status_limit_per_min: int = 0
     fates: dict[str, tuple[str, str]] = field(default_factory=dict)  # dest -> (status, gsm)
     campaigns: dict[int, list[FakeMessage]] = field(default_factory=dict)
     custom_ids: dict[str, int] = field(default_factory=dict)
@@ -100,6 +119,7 @@ class VerimorFake:
     pushes: list[tuple[int, list[dict[str, Any]]]] = field(default_factory=list)
     sends: list[dict[str, Any]] = field(default_factory=list)
     _queued: list[tuple[int, str]] = field(default_factory=list)
+    _recent: dict[str, list[float]] = field(default_factory=dict)
     _sent_today: set[tuple[str, str, str]] = field(default_factory=set)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(13582300))
     _campaign_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(20121))
@@ -112,6 +132,18 @@ class VerimorFake:
 
     # -- the API -----------------------------------------------------------------------
 
+    def _over_limit(self, what: str, per_min: int) -> bool:
+        """One more ``what`` request; whether it is over ``per_min`` in the last minute."""
+        if per_min <= 0:
+            return False
+        now = time.monotonic()
+        recent = [t for t in self._recent.get(what, []) if now - t < 60.0]
+        over = len(recent) >= per_min
+        if not over:
+            recent.append(now)
+        self._recent[what] = recent
+        return over
+
     def _auth(self, username: object, password: object) -> Response | None:
         if not self.ip_allowed:
             return PlainTextResponse("Hesabınızda izinli IP ayarları yapılmamış", 401)
@@ -121,6 +153,8 @@ class VerimorFake:
 
     async def send(self, request: Request) -> Response:
         self.requests["send"] += 1
+        if self._over_limit("send", self.send_limit_per_min):
+            return PlainTextResponse("Too Many Requests", 429)
         if self._queued:
             code, text = self._queued.pop(0)
             return Response(text, code, media_type="text/plain")
@@ -172,24 +206,29 @@ class VerimorFake:
         if custom:
             self.custom_ids[str(custom)] = campaign
         made = []
+        settles_at = time.monotonic() + self.settle_s
         for number, text, ours, size in wanted:
-            fm = FakeMessage(campaign, custom, next(self._ids), ours, number, size)
+            fm = FakeMessage(campaign, custom, next(self._ids), ours, number, size,
+                             fate=self.fates.get(number, ("DELIVERED", "0")),
+                             settles_at=settles_at)
             key = (number, text, header)
-            fm.status, fm.gsm_error = self.fates.get(number, ("DELIVERED", "0"))
             if key in self._sent_today:
-                fm.status, fm.gsm_error = "DOUBLE_SEND_ERROR", "0"
+                fm.fate = ("DOUBLE_SEND_ERROR", "0")
             self._sent_today.add(key)
-            fm.done_at = (datetime.now(UTC) + TRT).strftime("%Y-%m-%d %H:%M:%S")
+            fm.settle(time.monotonic())
             made.append(fm)
         self.campaigns[campaign] = made
         pushed = [m for i, m in enumerate(made) if self.push == "all"
                   or (self.push == "half" and m.message_id % 2 == 0)]
-        task = BackgroundTask(self._push, [dict(m.entry(), type="outbound") for m in pushed])
+        task = BackgroundTask(self._push, pushed)
         return PlainTextResponse(str(campaign), 200, background=task)
 
-    async def _push(self, entries: list[dict[str, Any]]) -> None:
-        if not entries or not self.push_url:
+    async def _push(self, messages: list[FakeMessage]) -> None:
+        if not messages or not self.push_url:
             return
+        if self.settle_s > 0:
+            await asyncio.sleep(self.settle_s)
+        entries = [dict(m.entry(), type="outbound") for m in messages]
         async with httpx.AsyncClient(timeout=5) as client:
             for attempt in range(4):  # once, then three more times, then never again
                 try:
@@ -204,6 +243,8 @@ class VerimorFake:
 
     async def status(self, request: Request) -> Response:
         self.requests["status"] += 1
+        if self._over_limit("status", self.status_limit_per_min):
+            return PlainTextResponse("Too Many Requests", 429)
         q = request.query_params
         refused = self._auth(q.get("username"), q.get("password"))
         if refused is not None:

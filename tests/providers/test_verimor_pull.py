@@ -17,6 +17,7 @@ from appliance.providers.credit import credit_query_of
 from appliance.providers.status_query import PullAnswer, PullTarget, PullVerdict, status_query_of
 from appliance.providers.verimor import VerimorAdapter
 from appliance.simulator.verimor_fake import RunningFake, VerimorFake
+from tests.harness import wait_for
 from tests.providers.provider_test_support import callback, message
 from tests.providers.test_verimor_wire import adapter
 
@@ -205,3 +206,31 @@ def test_an_unreadable_balance_is_no_figure(body: bytes) -> None:
 def test_a_balance_with_a_fraction_or_spaces_is_read() -> None:
     assert adapter().read_credit(200, b" 123\n", "text/plain") == 123.0
     assert adapter().read_credit(200, b"12.5", "text/plain") == 12.5
+
+
+def test_a_message_waits_for_the_operator_then_is_final_and_pushed() -> None:
+    verimor = VerimorFake(settle_s=0.5, push="none")
+    with RunningFake(verimor) as running:
+        wire = adapter(base_url=running.base_url)
+        targets = sent(wire, batch(2))
+        first, _ = ask(wire, targets)
+        assert {first.verdict(t.ref) for t in targets} == {PullVerdict.PENDING}
+        assert {r.status for r in first.reports} == {"WAITING"}
+
+        def settled() -> PullAnswer | None:
+            answer, _ = ask(wire, targets)
+            return answer if answer.verdict(targets[0].ref) is PullVerdict.FINAL else None
+
+        later = wait_for(settled, 10, message="the messages to settle")
+        assert {later.verdict(t.ref) for t in targets} == {PullVerdict.FINAL}
+        assert {r.state for r in later.reports} == {"DELIVERED"}
+        assert not verimor.pushes  # push = "none": only asking finds it
+
+
+def test_status_queries_past_the_guide_s_limit_are_429_and_no_verdict() -> None:
+    verimor = VerimorFake(status_limit_per_min=2)
+    with RunningFake(verimor) as running:
+        wire = adapter(base_url=running.base_url)
+        targets = sent(wire, batch(1))
+        verdicts = [ask(wire, targets)[0].verdict(targets[0].ref) for _ in range(3)]
+    assert verdicts == [PullVerdict.FINAL, PullVerdict.FINAL, PullVerdict.ERROR]
