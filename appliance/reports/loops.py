@@ -30,6 +30,10 @@ def install(appliance: Runtime, providers: Providers) -> None:
     async def fold() -> float | None:
         # Readers are exact without it; it keeps what they add in small.
         moved = await appliance.store.writer.run(rollups.fold)
-        return 0 if moved >= rollups.FOLD_BATCH else ROLLUPS_IDLE_S
+        if moved >= rollups.FOLD_BATCH:
+            return 0
+        # PostgreSQL: the count rows of sessions that ended, into their keys' own rows.
+        await appliance.store.writer.run(rollups.fold_stripes)
+        return ROLLUPS_IDLE_S
 
     appliance.scheduler.add(ROLLUPS_LOOP, one(ROLLUPS_LOOP, fold), interval_s=ROLLUPS_IDLE_S)

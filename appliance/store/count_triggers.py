@@ -13,8 +13,8 @@ that moves them, by triggers:
 :func:`appliance.store.schema.schema_sql`; the version-8 migration keeps its own frozen
 text, which this writes again word for word). :data:`PG_FUNCTIONS` and
 :func:`pg_triggers` write them as PL/pgSQL functions and the triggers that call them,
-installed by :func:`appliance.store.pg_triggers.install` (the lock each PostgreSQL
-count change first takes is explained there).
+installed by :func:`appliance.store.pg_triggers.install`; on PostgreSQL each session
+counts into rows of its own (:data:`STRIPE_SEPARATOR`, explained there).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from typing import Final
 
 from appliance.store.trigger_sql import PgTrigger
 
-# pg_advisory_xact_lock key: "counts" in ASCII, as a bigint (appliance.store.pg_triggers).
+# pg_advisory_xact_lock key: "counts" in ASCII, as a bigint: taken only by a counted
+# message's deletion (retention), which moves message_counts rows (appliance.store.pg_triggers).
 COUNTS_LOCK: Final = int.from_bytes(b"\0\0counts", "big")
 
 
@@ -98,16 +99,26 @@ def sqlite_ddl() -> str:
 
 # -- PostgreSQL ----------------------------------------------------------------------
 
+# On PostgreSQL each database session counts into rows of its own: the key with
+# ``#<backend pid>`` after it. Two processes' writers (each a session) never write the
+# same count row, so a count takes no lock another process waits for, and no global one
+# is needed to keep them from deadlocking (SCALE-2). Readers sum a key's rows
+# (:func:`appliance.store.rollups.counts`); the ``rollups`` loop folds the rows of
+# sessions that have ended into the key's own row (:func:`appliance.store.rollups.fold_stripes`).
+STRIPE_SEPARATOR: Final = "#"
+
 _MOVE = f"""
 CREATE OR REPLACE FUNCTION row_counts_move(p_name text, p_from text, p_to text)
 RETURNS void LANGUAGE plpgsql AS $fn$
+DECLARE
+    stripe text := '{STRIPE_SEPARATOR}' || pg_backend_pid();
 BEGIN
-    PERFORM pg_advisory_xact_lock({COUNTS_LOCK});
     IF p_from IS NOT NULL THEN
-        UPDATE row_counts SET n = n - 1 WHERE name = p_name AND key = p_from;
+        INSERT INTO row_counts (name, key, n) VALUES (p_name, p_from || stripe, -1)
+            ON CONFLICT (name, key) DO UPDATE SET n = row_counts.n - 1;
     END IF;
     IF p_to IS NOT NULL THEN
-        INSERT INTO row_counts (name, key, n) VALUES (p_name, p_to, 1)
+        INSERT INTO row_counts (name, key, n) VALUES (p_name, p_to || stripe, 1)
             ON CONFLICT (name, key) DO UPDATE SET n = row_counts.n + 1;
     END IF;
 END $fn$"""

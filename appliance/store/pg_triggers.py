@@ -14,19 +14,15 @@ is a PL/pgSQL function and a trigger of the same name, with SQLite's meaning row
 * while webhooks are on, one ``webhook_outbox`` row per accepted message and per state
   change (SENDING excepted), in the transaction of the change.
 
-**Several processes.** A count moves with ``UPDATE ... SET n = n - 1`` and ``INSERT ...
-ON CONFLICT DO UPDATE SET n = row_counts.n + 1``: each is atomic in PostgreSQL (under
-READ COMMITTED the second of two writers waits for the first's row lock, then adds to
-the committed value), so no increment is lost. The lock on a count row is held until
-commit, and one transaction often moves several keys (a report intake: ``parsed`` then
-``WAITING``; the reconciler: ``WAITING`` then ``APPLIED``), in an order that differs
-between units, so two processes' writer batches would deadlock on the count rows
-themselves. Every count trigger therefore first takes one transaction-level advisory
-lock (:data:`appliance.store.count_triggers.COUNTS_LOCK`): a transaction that changes
-counts waits for the other's commit at its first count change, before holding any count
-row, and count rows are never locked in a cycle. The popular keys
-(``report_inbox``/``WAITING``) serialised those transactions anyway; the lock only makes
-the order one.
+**Several processes.** Each database session counts into rows of its own (the key
+with ``#<backend pid>`` after it, :data:`appliance.store.count_triggers.STRIPE_SEPARATOR`),
+so two processes' writers never write one count row: no count waits for another
+process, and count rows never lock in a cycle. Readers sum a key's rows; the
+``rollups`` loop folds the rows of ended sessions into the key's own
+(:func:`appliance.store.rollups.fold_stripes`). One lock over every count, taken first
+by each count change, once kept batches from deadlocking on shared count rows and made
+every count-changing batch of every process commit one after the other; it is now taken
+only by a counted message's deletion (:data:`appliance.store.count_triggers.COUNTS_LOCK`).
 
 :func:`install` creates or replaces all of them (idempotent; nothing is done, and no
 table is locked, when the installed ones are already these), and creates or drops the

@@ -34,6 +34,7 @@ from typing import Any
 
 from appliance.store import dialect
 from appliance.store.connection import Connection
+from appliance.store.count_triggers import STRIPE_SEPARATOR
 from appliance.store.rows import as_int, as_str
 
 MINUTE_MS = 60_000
@@ -116,13 +117,48 @@ def fold(conn: Connection, limit: int = FOLD_BATCH) -> int:
     return len(rows)
 
 
+def key_of(stored: str) -> str:
+    """The key a ``row_counts`` row counts: its own, or the one before a PostgreSQL
+    session's stripe (``parsed#4711`` counts ``parsed``)."""
+    head, sep, tail = stored.rpartition(STRIPE_SEPARATOR)
+    return head if sep and tail.isdigit() else stored
+
+
+def _summed(conn: Connection, name: str) -> dict[str, int]:
+    """``row_counts`` of ``name`` by key, each key's stripes added up (one statement:
+    one snapshot, so a fold moving a stripe into its key is seen whole or not at all)."""
+    out: dict[str, int] = {}
+    for k, n in conn.execute("SELECT key, n FROM row_counts WHERE name = ?", (name,)):
+        key = key_of(str(k))
+        out[key] = out.get(key, 0) + as_int(n)
+    return out
+
+
 def counts(conn: Connection, name: str) -> dict[str, int]:
     """Rows of table ``name`` by key, from ``row_counts`` (keys with none left out);
     for ``messages``, :func:`message_states`."""
     if name == "messages":
         return message_states(conn)
-    return {str(k): as_int(n) for k, n in conn.execute(
-        "SELECT key, n FROM row_counts WHERE name = ? AND n <> 0", (name,))}
+    return {k: n for k, n in _summed(conn, name).items() if n}
+
+
+def fold_stripes(conn: Connection) -> int:
+    """Fold the count rows of PostgreSQL sessions that have ended into their keys' own
+    rows (a write unit; how many rows it folded). A live session's rows stay: it may be
+    counting into them now. Each row is deleted before its count is added, with the
+    count the delete returns, so an increment committed in between is never lost."""
+    if not dialect.of(conn).is_postgresql:
+        return 0
+    live = {str(pid) for (pid,) in conn.execute("SELECT pid FROM pg_stat_activity")}
+    ended = [(str(name), str(key)) for name, key in conn.execute(
+        "SELECT name, key FROM row_counts WHERE key LIKE ?", (f"%{STRIPE_SEPARATOR}%",))
+        if key_of(str(key)) != key and str(key).rpartition(STRIPE_SEPARATOR)[2] not in live]
+    for name, key in ended:
+        row = conn.execute("DELETE FROM row_counts WHERE name = ? AND key = ? RETURNING n",
+                           (name, key)).fetchone()
+        if row is not None and as_int(row[0]):
+            _add(conn, ("row", name, key_of(key)), as_int(row[0]))
+    return len(ended)
 
 
 def _uncounted(conn: Connection, lo: int | None, hi: int | None,
@@ -148,8 +184,7 @@ def _uncounted(conn: Connection, lo: int | None, hi: int | None,
 
 def message_states(conn: Connection) -> dict[str, int]:
     """Messages by state, every account (for ``/metrics``)."""
-    out = {str(k): as_int(n) for k, n in conn.execute(
-        "SELECT key, n FROM row_counts WHERE name = 'messages'")}
+    out = _summed(conn, "messages")
     for _minute, counted, state, n in _uncounted(conn, None, None, None):
         if counted is not None:
             out[counted] = out.get(counted, 0) - n
