@@ -14,6 +14,7 @@ from appliance.config import ProviderSettings
 from .adapter import ProviderAdapter
 from .callbacks import InboundReader, ReportReader
 from .credit import credit_query_of
+from .inbound_query import inbound_query_of
 from .kind import BuildContext, ProviderKind, Shape
 from .status_query import status_query_of
 from .transport import Provider
@@ -22,6 +23,7 @@ from .transport import Provider
 def http_kind(adapter: type[ProviderAdapter],
               inbound: Callable[[ReportReader], InboundReader] | None, *,
               many_per_request: bool = False, status_query: bool = False,
+              inbound_query: bool = False,
               national_language: bool = False,
               requests_per_s: float = 0.0) -> ProviderKind:
     """The declaration of the HTTP kind ``adapter.kind``."""
@@ -45,6 +47,7 @@ def http_kind(adapter: type[ProviderAdapter],
             inbound=inbound(wire) if inbound is not None else None,
             status=status_query_of(wire),
             credit=credit_query_of(wire),
+            inbound_query=inbound_query_of(wire),
         )
 
     def check(settings: ProviderSettings, callback_url: str, ctx: BuildContext) -> list[str]:
@@ -53,6 +56,7 @@ def http_kind(adapter: type[ProviderAdapter],
     return ProviderKind(name=adapter.kind, shape=Shape.REQUEST, build=build, check=check,
                         options=adapter.declared_options(), inbound=inbound,
                         many_per_request=many_per_request, status_query=status_query,
+                        inbound_query=inbound_query,
                         national_language=national_language,
                         requests_per_s=requests_per_s,
                         adapter=adapter)

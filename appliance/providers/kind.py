@@ -54,6 +54,8 @@ class ProviderKind:
     ``inbound``: the reader of its inbound webhook, over its report reader (``None``:
     none, or inbound comes over its session). ``many_per_request``: one request may
     carry many messages. ``status_query``: the provider can be asked a message's status.
+    ``inbound_query``: its inbound messages are fetched by asking
+    (:class:`~appliance.providers.inbound_query.InboundQuery`), not pushed.
     ``national_language``: it can send a text in a national language's shift tables.
     """
 
@@ -66,6 +68,7 @@ class ProviderKind:
     inbound: Callable[[ReportReader], InboundReader] | None = None
     many_per_request: bool = False
     status_query: bool = False
+    inbound_query: bool = False
     # It can send national language shift tables (ENC-1: ``national_language``).
     national_language: bool = False
     # The provider's published limit of requests a second (sends and pulls together):

@@ -19,6 +19,7 @@ from appliance.config import ProviderSettings
 
 from .callbacks import InboundReader, ReportReader
 from .credit import CreditQuery
+from .inbound_query import InboundQuery
 from .outcome import Outcome, OutgoingMessage
 from .status_query import StatusQuery
 
@@ -84,6 +85,9 @@ class Provider:
     status: StatusQuery | None = None
     # How it is asked for its account's credit; None for a kind without a balance API.
     credit: CreditQuery | None = None
+    # How its inbound messages are fetched, for a provider that keeps them until asked;
+    # None for one that pushes them (or has none).
+    inbound_query: InboundQuery | None = None
 
 
 @dataclass(frozen=True, slots=True)
