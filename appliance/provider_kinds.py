@@ -25,6 +25,7 @@ from appliance.providers import (
     http_json,
     iletimerkezi,
     infobip,
+    netgsm,
     registry,
     simulator_kind,
     twilio,
@@ -44,6 +45,7 @@ KINDS: Mapping[str, ProviderKind] = by_name((
     infobip.KIND,
     verimor.KIND,
     iletimerkezi.KIND,
+    netgsm.KIND,
     smpp_kind.KIND,
 ))
 """Every provider kind, by name, in the order the docs list them."""

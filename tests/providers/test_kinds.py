@@ -32,32 +32,37 @@ ROOT = Path(__file__).resolve().parents[2] / "appliance"
 ALLOWED = {"provider_kinds.py", "demo.py", "cli.py", "providers/simulator_kind.py",
            "providers/http_json.py", "providers/vonage.py", "providers/twilio.py",
            "providers/infobip.py", "providers/verimor.py", "smpp/kind.py",
-           "providers/iletimerkezi.py"}
+           "providers/iletimerkezi.py", "providers/netgsm.py"}
 # The kinds whose API takes many numbers a request and can be asked about a message.
-AGGREGATORS = {"verimor", "iletimerkezi"}
+AGGREGATORS = {"verimor", "iletimerkezi", "netgsm"}
 # The kinds that can be asked about a message one at a time.
 ASKED_ONE_BY_ONE = {"twilio", "infobip"}
 # Request kinds whose provider documents no inbound (MO) webhook.
-NO_INBOUND = {"iletimerkezi"}
+NO_INBOUND = {"iletimerkezi", "netgsm"}
+# Request kinds whose inbound messages are asked for (Netgsm's).
+INBOUND_ASKED = {"netgsm"}
+# Aggregators whose documentation publishes no request rate for sends.
+NO_PUBLISHED_RATE = {"netgsm"}
 
 
 def test_every_kind_is_declared_once_with_its_shape() -> None:
     assert list(KINDS) == ["simulator", "http", "vonage", "twilio", "infobip", "verimor",
-                           "iletimerkezi", "smpp"]
+                           "iletimerkezi", "netgsm", "smpp"]
     assert set(ADAPTERS) == {k for k, d in KINDS.items() if d.shape is Shape.REQUEST}
     for kind in KINDS.values():
         assert (kind.adapter is None) == (kind.shape is Shape.SESSION), kind.name
         assert (kind.inbound is None) == (kind.shape is Shape.SESSION
                                           or kind.name in NO_INBOUND), kind.name
+        assert kind.inbound_query == (kind.name in INBOUND_ASKED), kind.name
         assert len({o.name for o in kind.options}) == len(kind.options), kind.name
         if kind.name in AGGREGATORS:
             assert kind.many_per_request and kind.status_query, kind.name
-            assert kind.requests_per_s > 0, kind.name
+            assert (kind.requests_per_s > 0) != (kind.name in NO_PUBLISHED_RATE), kind.name
         else:
             assert not kind.many_per_request, kind.name
             assert kind.status_query == (kind.name in ASKED_ONE_BY_ONE), kind.name
     assert [k for k, d in KINDS.items() if d.national_language] == [
-        "simulator", "verimor", "smpp"]
+        "simulator", "verimor", "netgsm", "smpp"]
 
 
 def test_no_module_outside_a_kind_s_own_names_it() -> None:
@@ -138,6 +143,7 @@ def test_inbound_readers_come_from_the_declarations() -> None:
         provider = build_provider(
             ProviderSettings(name="p", kind=name, base_url="https://p.example", options=full),
             submit_timeout_s=1.0)
+        assert (provider.inbound_query is not None) == kind.inbound_query, name
         if kind.name in NO_INBOUND:
             assert kind.inbound is None and provider.inbound is None
             continue

@@ -95,12 +95,13 @@ FULL = ProviderSettings(
     password="pw",
     key="k",
     hash="h",
+    usercode="8503001234",
 )
 
 
 def test_registry_builds_every_kind() -> None:
     assert set(ADAPTERS) == {"simulator", "http", "vonage", "twilio", "infobip", "verimor",
-                             "iletimerkezi"}
+                             "iletimerkezi", "netgsm"}
     for kind, cls in ADAPTERS.items():
         built = build_adapter(replace(FULL, kind=kind))
         assert type(built) is cls
@@ -175,7 +176,7 @@ def test_dedupes_on_ref_comes_from_settings() -> None:
 
 # The kinds whose provider refuses a request with one documented word (a 4xx without
 # one is not a refusal of the message: ``docs/providers.md``, per kind).
-REFUSES_ONLY_IN_ITS_WORDS = {"verimor"}
+REFUSES_ONLY_IN_ITS_WORDS = {"verimor", "netgsm"}
 
 
 @pytest.mark.parametrize(
