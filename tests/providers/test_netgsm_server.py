@@ -1,0 +1,82 @@
+"""A real appliance server sends to the fake Netgsm (written from Netgsm's client library,
+not from our client): each message reaches ``SUBMITTED`` with the pair (bulk id, number)
+recorded as its provider id; a header Netgsm does not know holds the message instead of
+refusing it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from appliance.simulator.netgsm_fake import NetgsmFake, RunningFake
+from tests.harness import Server, create_account, db_rows, run_cli, wait_for
+from tests.sending.support import message, send, wait_state
+
+TOKEN = "tok-7c2e"
+
+
+def config(path: Path, base_url: str, sender: str = "BASLIGIM") -> Path:
+    path.write_text(f"""[providers.ng]
+kind = "netgsm"
+base_url = "{base_url}"
+usercode = "8503001234"
+password = "api-pass-1"
+sender = "{sender}"
+callback_token = "{TOKEN}"
+""")
+    return path
+
+
+def test_messages_reach_submitted_with_the_bulk_id_and_number_recorded(
+        data_dir: Path, tmp_path: Path) -> None:
+    fake = NetgsmFake()
+    with RunningFake(fake) as running:
+        server = Server(data_dir, config=config(tmp_path / "a.toml", running.base_url)).start()
+        try:
+            key = create_account(data_dir)
+            with server.client(key) as api:
+                refs = [send(api, f"+90532123450{i}", f"Merhaba {i}") for i in range(3)]
+                done = [wait_state(api, ref, "SUBMITTED") for ref in refs]
+        finally:
+            server.stop()
+    assert [d["state"] for d in done] == ["SUBMITTED"] * 3
+    assert [s["pairs"] for s in fake.sends] == [[(f"Merhaba {i}", f"90532123450{i}")]
+                                               for i in range(3)]
+    assert {(s["usercode"], s["msgheader"], s["type"]) for s in fake.sends} == {
+        ("8503001234", "BASLIGIM", "1:n")}
+    bulks = sorted(fake.tasks)
+    rows = db_rows(data_dir, "SELECT ref, provider_msg_id FROM messages ORDER BY id")
+    assert rows == [(ref, f"{bulk}:90532123450{i}")
+                    for i, (ref, bulk) in enumerate(zip(refs, bulks, strict=True))]
+
+
+def test_a_header_netgsm_does_not_know_holds_the_message_and_refuses_nothing(
+        data_dir: Path, tmp_path: Path) -> None:
+    fake = NetgsmFake()
+    with RunningFake(fake) as running:
+        server = Server(data_dir, config=config(tmp_path / "b.toml", running.base_url,
+                                                sender="NOTMINE")).start()
+        try:
+            key = create_account(data_dir)
+            with server.client(key) as api:
+                ref = send(api, "+905321234567", "Merhaba")
+                wait_for(lambda: fake.requests["send"] >= 1 or None, timeout=30,
+                         message="the send to reach the fake")
+                held = wait_for(lambda: ((m := message(api, ref))["error"] and m) or None,
+                                timeout=30, message="the refusal to be recorded")
+        finally:
+            server.stop()
+    assert held["state"] not in ("REJECTED", "FAILED", "SUBMITTED"), held
+    assert "netgsm 40" in held["error"]
+    assert fake.tasks == {}
+
+
+def test_config_check_masks_the_password_and_the_token(data_dir: Path, tmp_path: Path) -> None:
+    checked = run_cli("config", "check", "--config",
+                      str(config(tmp_path / "c.toml", "http://127.0.0.1:9")),
+                      "--data-dir", str(data_dir))
+    assert checked.returncode == 0, checked.stderr
+    shown = json.loads(checked.stdout)["providers"]["ng"]
+    assert (shown["password"], shown["callback_token"], shown["usercode"]) == (
+        "***", "***", "8503001234")
+    assert "no callback_token" not in checked.stderr
