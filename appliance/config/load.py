@@ -64,7 +64,20 @@ def _provider(name: str, table: Any, declared: Mapping[str, DeclaresOptions]) ->
                               able)
     if wrong:
         raise ConfigError("; ".join(f"{where}{w}" for w in wrong))
+    _check_pull(where, out, declared[kind].status_query)
     return out
+
+
+def _check_pull(where: str, out: ProviderSettings, can_ask: bool) -> None:
+    """``pull`` is a bool when given (unset: the kind's default), and ``true`` only for
+    a kind whose provider can be asked about a message (ROUTE-2)."""
+    if out.pull is None:
+        return
+    if not isinstance(out.pull, bool):
+        raise ConfigError(f"{where}pull: expected bool, got {out.pull!r}")
+    if out.pull and not can_ask:
+        raise ConfigError(f"{where}pull: kind {out.kind!r} has no status API to ask;"
+                          " leave pull unset or false")
 
 
 def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str,

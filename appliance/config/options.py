@@ -37,8 +37,9 @@ class Option:
 
 
 class DeclaresOptions(Protocol):
-    """What the settings need of a kind's declaration: its name, its options, and
-    whether it can send national language tables (``national_language``)."""
+    """What the settings need of a kind's declaration: its name, its options,
+    whether it can send national language tables (``national_language``) and whether
+    its provider can be asked about a message (``status_query``: ``pull``)."""
 
     @property
     def name(self) -> str: ...
@@ -48,6 +49,9 @@ class DeclaresOptions(Protocol):
 
     @property
     def national_language(self) -> bool: ...
+
+    @property
+    def status_query(self) -> bool: ...
 
 
 def secret_names(kinds: Iterable[DeclaresOptions]) -> frozenset[str]:

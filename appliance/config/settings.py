@@ -48,6 +48,14 @@ class ProviderSettings:
     # ENC-1: "turkish" sends the Turkish shift tables to these destinations.
     national_language: str = ""
     national_language_prefixes: tuple[str, ...] = ("+90",)
+    # ROUTE-2: asking the provider about messages it has not reported. ``pull``: None
+    # is the kind's default (true where it can be asked), set only as a bool.
+    pull: bool | None = None
+    pull_after_s: float = 900.0  # first ask this long after SUBMITTED, then x3 each time
+    pull_rate_per_s: float = 1.0  # status requests a second (the pulls' share)
+    # Requests a second, sends and pulls together; 0: the kind's published limit.
+    requests_per_s: float = 0.0
+    batch_max: int = 100  # messages in one request, for kinds that take many
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __init__(self, name: str, kind: str, *, base_url: str = "",
@@ -55,12 +63,18 @@ class ProviderSettings:
                  dedupes_on_ref: bool = False, max_parts: int = 10,
                  national_language: str = "",
                  national_language_prefixes: tuple[str, ...] = ("+90",),
+                 pull: bool | None = None, pull_after_s: float = 900.0,
+                 pull_rate_per_s: float = 1.0, requests_per_s: float = 0.0,
+                 batch_max: int = 100,
                  options: Mapping[str, Any] | None = None, **kind_keys: Any) -> None:
         values = {"name": name, "kind": kind, "base_url": base_url, "sender": sender,
                   "rate_per_s": rate_per_s, "concurrency": concurrency,
                   "dedupes_on_ref": dedupes_on_ref, "max_parts": max_parts,
                   "national_language": national_language,
                   "national_language_prefixes": national_language_prefixes,
+                  "pull": pull, "pull_after_s": pull_after_s,
+                  "pull_rate_per_s": pull_rate_per_s, "requests_per_s": requests_per_s,
+                  "batch_max": batch_max,
                   "options": {**(options or {}), **kind_keys}}
         for key, value in values.items():
             object.__setattr__(self, key, value)
@@ -91,7 +105,8 @@ class ProviderSettings:
 
 SHARED_PROVIDER_SETTINGS = ("base_url", "sender", "rate_per_s", "concurrency",
                             "dedupes_on_ref", "max_parts", "national_language",
-                            "national_language_prefixes")
+                            "national_language_prefixes", "pull", "pull_after_s",
+                            "pull_rate_per_s", "requests_per_s", "batch_max")
 """The keys of a provider table every kind may read (each kind says which it does)."""
 
 

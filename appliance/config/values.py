@@ -27,6 +27,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "port": (0, 65535),
     "intake_port": (0, 65535),
     "coverage_min_pct": (0, 100),
+    "batch_max": (1, 10_000),
+    "pull_rate_per_s": (0.001, 10_000),
 }
 """Settings whose value must lie in a range (both ends allowed), by key."""
 
