@@ -272,6 +272,7 @@ CREATE TABLE report_inbox (
     part           INTEGER,  -- the part it was about; NULL: waiting, or the whole message
     applied_at     INTEGER,  -- our clock, when it was matched (applied or kept as stale)
     outcome        TEXT,  -- APPLIED, STALE (kept in history, not applied), or NULL while waiting
+    source         TEXT    NOT NULL DEFAULT 'callback',  -- how it came: callback, session or pull
     UNIQUE (ref, provider_msg_id, status, reported_at, provider)
 );
 -- Only the rows still waiting (applied_at IS NULL): the reconciler's next due, and the
@@ -281,6 +282,20 @@ CREATE INDEX report_inbox_waiting_since ON report_inbox (received_at) WHERE appl
 CREATE INDEX report_inbox_received ON report_inbox (received_at);
 CREATE INDEX report_inbox_provider_id ON report_inbox (provider, provider_msg_id);
 CREATE INDEX report_inbox_message ON report_inbox (message_id);
+
+-- ROUTE-2: asking a provider about a message it has not reported. One row per message
+-- asked about (or queued to be asked by POST /api/messages/{ref}/pull); none before the
+-- first ask, which is due pull_after_s after submission. next_at NULL: asked for the last
+-- time (or final). last_outcome: final, pending, unknown_id or error.
+CREATE TABLE message_pulls (
+    message_id    INTEGER PRIMARY KEY REFERENCES messages(id),
+    provider      TEXT    NOT NULL,
+    pulls         INTEGER NOT NULL DEFAULT 0,  -- times asked
+    next_at       INTEGER,  -- our clock: the next ask is due
+    last_at       INTEGER,  -- our clock: the last ask
+    last_outcome  TEXT
+);
+CREATE INDEX message_pulls_due ON message_pulls (provider, next_at) WHERE next_at IS NOT NULL;
 
 -- Where a provider reports only its own id, the id -> (ref, part) mapping recorded at
 -- submit, one row per part id.

@@ -51,6 +51,7 @@ class InboxReport:
     reported_at: int  # provider clock, epoch ms; 0 when it sent none
     state: str  # our mapped state
     error_code: str | None = None
+    source: str = "callback"  # how it came: "callback", "session" (SMPP) or "pull"
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -63,8 +64,9 @@ def storable(reports: list[InboxReport]) -> bool:
                    for r in reports for v in vars(r).values())
 
 
-def from_parsed(provider: str, parsed: ParsedReport) -> InboxReport:
-    """An adapter's report as the inbox files it."""
+def from_parsed(provider: str, parsed: ParsedReport, source: str = "callback") -> InboxReport:
+    """An adapter's report as the inbox files it (``source``: ``"pull"`` for a report
+    read from a status answer)."""
     return InboxReport(
         provider=provider,
         ref=parsed.ref or "",
@@ -73,6 +75,7 @@ def from_parsed(provider: str, parsed: ParsedReport) -> InboxReport:
         reported_at=max(parsed.reported_at_ms, 0),
         state=parsed.state,
         error_code=parsed.error_code,
+        source=source,
     )
 
 
@@ -129,16 +132,19 @@ def mark_raw_unparsed(conn: Connection, raw_id: int, error: str) -> None:
 
 def file_report(conn: Connection, report: InboxReport, raw_id: int | None,
                 now_ms: int) -> Waiting | None:
-    """File ``report``; the new waiting row, or ``None`` when it is a repeat."""
+    """File ``report``; the new waiting row, or ``None`` when it is a repeat (the same
+    fact however it came: a pulled report and the same one pushed are one row, whose
+    ``source`` is how it came first)."""
     row = conn.execute(
         "INSERT INTO report_inbox (provider, ref, provider_msg_id, status, reported_at, state,"
-        " error_code, raw_id, received_at, next_try_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " error_code, raw_id, received_at, next_try_at, source)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (ref, provider_msg_id, status, reported_at, provider)"
         " DO UPDATE SET repeats = report_inbox.repeats + 1"
         " RETURNING " + WAITING_COLUMNS + ", repeats",
         (report.provider, report.ref, report.provider_msg_id, report.status,
          max(report.reported_at, 0), report.state, report.error_code, raw_id, now_ms,
-         now_ms),
+         now_ms, report.source),
     ).fetchone()
     assert row is not None
     if as_int(row[9]) > 0:

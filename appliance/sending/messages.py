@@ -79,6 +79,7 @@ class HistoryEntry:
     outcome: str | None
     error_code: str | None
     part: int | None = None  # the part it was about; None: waiting, or the whole message
+    source: str = "callback"  # how it came: callback, session (SMPP) or pull
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,8 @@ def get_message(conn: Connection, ref: str, account_id: int) -> Message | None:
 def message_history(conn: Connection, message: Message) -> list[HistoryEntry]:
     """Every report kept for the message: applied, stale, or still waiting."""
     rows: list[Any] = conn.execute(
-        "SELECT status, state, reported_at, received_at, repeats, outcome, error_code, part"
-        " FROM report_inbox WHERE (ref = ? AND provider = ?) OR message_id = ?"
+        "SELECT status, state, reported_at, received_at, repeats, outcome, error_code, part,"
+        " source FROM report_inbox WHERE (ref = ? AND provider = ?) OR message_id = ?"
         " ORDER BY received_at, id",
         (message.ref, message.provider, message.id),
     ).fetchall()

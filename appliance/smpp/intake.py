@@ -81,7 +81,7 @@ def store_receipt(conn: Connection, provider: str, d: Deliver, now_ms: int) -> s
         return "unreadable"
     report = InboxReport(provider=provider, ref="", provider_msg_id=r.key, status=r.status,
                          reported_at=max(r.done_at_ms, 0), state=r.state,
-                         error_code=r.error_code)
+                         error_code=r.error_code, source="session")
     row = file_report(conn, report, raw_id, now_ms)
     if row is None:
         return "repeat"

@@ -292,6 +292,42 @@ def add_campaign_encodings(conn: apsw.Connection) -> None:
                  " (campaign_id, state, encoding, parts, ucs2_parts)")
 
 
+_MESSAGE_PULLS: Final = """
+CREATE TABLE message_pulls (
+    message_id    INTEGER PRIMARY KEY REFERENCES messages(id),
+    provider      TEXT    NOT NULL,
+    pulls         INTEGER NOT NULL DEFAULT 0,
+    next_at       INTEGER,
+    last_at       INTEGER,
+    last_outcome  TEXT
+);
+CREATE INDEX message_pulls_due ON message_pulls (provider, next_at) WHERE next_at IS NOT NULL;
+"""
+
+
+def add_pulls(conn: apsw.Connection) -> None:
+    """Version 14 (ROUTE-2): asking a provider about the messages it has not reported.
+
+    ``report_inbox.source`` says how each report came: ``callback``, ``session`` or
+    ``pull``. Rows from before get what they imply: ``session`` where the raw row they
+    came in is an SMPP ``deliver_sm`` (``method = 'SMPP'``), or, its raw row pruned,
+    where their provider's other reports came that way; else ``callback`` (no pull was
+    ever made before this version). ``message_pulls``: each message's asks (none yet).
+    """
+    conn.execute("ALTER TABLE report_inbox ADD COLUMN source TEXT NOT NULL DEFAULT 'callback'")
+    conn.execute(
+        "UPDATE report_inbox SET source = 'session' WHERE raw_id IN"
+        " (SELECT id FROM raw_reports WHERE method = 'SMPP')"
+        " OR (NOT EXISTS (SELECT 1 FROM raw_reports r WHERE r.id = report_inbox.raw_id)"
+        " AND provider IN (SELECT DISTINCT provider FROM raw_reports WHERE method = 'SMPP'))")
+    if isinstance(conn, apsw.Connection):
+        conn.execute(_MESSAGE_PULLS)
+        return
+    for statement in dialect.postgresql_schema(_MESSAGE_PULLS).split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
@@ -306,4 +342,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     11: add_sign_in_guard,
     12: add_ucs2_parts,
     13: add_campaign_encodings,
+    14: add_pulls,
 }

@@ -57,7 +57,8 @@ def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None
             {"status": h.status, "state": h.state,
              "reported_at": iso(h.reported_at) if h.reported_at else None,
              "received_at": iso(h.received_at), "repeats": h.repeats,
-             "outcome": h.outcome or "WAITING", "error_code": h.error_code, "part": h.part}
+             "outcome": h.outcome or "WAITING", "error_code": h.error_code, "part": h.part,
+             "source": h.source}
             for h in history
         ]
     if actions is not None:
