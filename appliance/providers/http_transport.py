@@ -226,6 +226,17 @@ class HttpTransport(Transport):
         except Exception as exc:  # the provider answered something: it may have it
             return Outcome(SubmitResult.UNCERTAIN, error=short(f"unreadable answer: {exc}"))
 
+    async def exchange(self, request: httpx.Request) -> httpx.Response:
+        """A status query (ROUTE-2) over the same pool of connections as submissions,
+        bounded by the same timeouts; not paced here (the puller paces its requests by
+        ``pull_rate_per_s``). Raises on a timeout or a failed connection."""
+        body = request.read()
+        headers = [(k, v) for k, v in request.headers.multi_items()
+                   if k.lower() not in _OWN_HEADERS]
+        session, slots = self._client()
+        async with slots:
+            return await self._send(session, request, headers, body, _Exchange())
+
     async def _send(self, session: aiohttp.ClientSession, request: httpx.Request,
                     headers: list[tuple[str, str]], body: bytes,
                     exchange: _Exchange) -> httpx.Response:

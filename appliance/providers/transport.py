@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from appliance.config import ProviderSettings
 
 from .callbacks import InboundReader, ReportReader
@@ -53,6 +55,13 @@ class Transport(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release connections or end the session (after the last submission)."""
+
+    async def exchange(self, request: httpx.Request) -> httpx.Response:
+        """Carry one request that is not a submission (a status query, ROUTE-2) over
+        the provider's connections and return its answer as it came; raises on a
+        timeout or a connection that fails. Only request/response transports carry
+        one."""
+        raise NotImplementedError(f"{type(self).__name__} carries no requests of its own")
 
     def status(self) -> Mapping[str, float | str | bool]:
         """What the transport's state is now, for ``/metrics`` and ``/readyz``."""
