@@ -8,19 +8,32 @@ as a real signed Vonage account would sign them.
 
 The webhook timestamp skew check is off by default (``max_skew_s = 0``): the simulator
 may run against a test clock moved by hours, and a local demo has nothing to replay.
+
+It can be asked (ROUTE-2): the simulator's ``GET /sms/status`` (its format in
+:mod:`appliance.simulator.status_pull`; Vonage's SMS API has none) answers, per
+client-ref, the very receipts it pushes, so a pulled report and the pushed one are one
+fact in the inbox. A receipt word Vonage does not document, or an item state the
+simulator does not, is an ``error`` for that message: never a state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import base64
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import ClassVar
+from typing import Any, ClassVar
+
+import httpx
 
 from appliance.config import ProviderSettings
+from appliance.states import REPORTED_FINAL_STATES
 
 from .base import OutgoingMessage
+from .callbacks import CallbackRequest, ParsedReport, report
 from .http_kind import http_kind
-from .vonage import VonageAdapter, VonageInbound
+from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
+from .vonage import DLR_STATES, VonageAdapter, VonageInbound, dlr_error_code, dlr_time_ms
+from .wire_text import load_json
 
 SIMULATOR_BASE_URL = "http://127.0.0.1:9090"
 SIMULATOR_API_KEY = "simulator"
@@ -43,11 +56,13 @@ def with_simulator_defaults(settings: ProviderSettings) -> ProviderSettings:
     )
 
 
-class SimulatorAdapter(VonageAdapter):
-    """The Vonage adapter, pointed at the local simulator, signing on by default."""
+class SimulatorAdapter(VonageAdapter, StatusQuery):
+    """The Vonage adapter, pointed at the local simulator, signing on by default; and
+    the simulator's status query."""
 
     kind = "simulator"
     CALLBACK_MAX_CHARS: ClassVar[int | None] = None  # Vonage's limit, not the simulator's
+    status_batch_max = 100  # GET /sms/status takes up to 100 refs
 
     def __init__(
         self, settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None,
@@ -63,5 +78,59 @@ class SimulatorAdapter(VonageAdapter):
         return {}
 
 
+    def build_status_request(self, targets: Sequence[PullTarget]) -> httpx.Request:
+        """``GET /sms/status?ref=...`` with the account's key and secret as Basic
+        credentials (kept out of the query, which is stored with the answer)."""
+        pair = f"{self.option_str('api_key')}:{self.option_str('api_secret')}"
+        auth = "Basic " + base64.b64encode(pair.encode()).decode()
+        return httpx.Request("GET", self.endpoint("/sms/status"),
+                             params=[("ref", t.ref) for t in targets],
+                             headers={"Authorization": auth, "Accept": "application/json"})
+
+    def _read_status_answer(self, targets: Sequence[PullTarget],
+                            answer: CallbackRequest) -> PullAnswer:
+        data = load_json(answer.body)
+        items = data.get("items") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            return PullAnswer.failed("simulator status answer without items")
+        asked = {t.ref for t in targets}
+        reports: list[ParsedReport] = []
+        verdicts: dict[str, PullVerdict] = {}
+        for item in items:
+            if not isinstance(item, dict) or item.get("client-ref") not in asked:
+                continue
+            ref = str(item["client-ref"])
+            verdict, found = _item_verdict(ref, item)
+            verdicts[ref] = verdict
+            reports += found
+        return PullAnswer(tuple(reports), verdicts)
+
+
+def _item_verdict(ref: str, item: dict[str, Any]) -> tuple[PullVerdict, list[ParsedReport]]:
+    """One item of ``GET /sms/status``: its verdict and the reports it carries."""
+    state = item.get("state")
+    if state == "unknown":
+        return PullVerdict.UNKNOWN_ID, []
+    if state == "pending":
+        return PullVerdict.PENDING, []
+    receipts = item.get("receipts")
+    if state != "reported" or not isinstance(receipts, list) or not receipts:
+        return PullVerdict.ERROR, []
+    found: list[ParsedReport] = []
+    for params in receipts:
+        if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
+            return PullVerdict.ERROR, []
+        status = params.get("status", "").strip()
+        state_word = DLR_STATES.get(status.lower())
+        if state_word is None or params.get("client-ref", ref) != ref:
+            return PullVerdict.ERROR, []  # a word Vonage does not document: no state
+        found.append(report(ref=ref, provider_msg_id=params.get("messageId"), status=status,
+                            state=state_word, reported_at_ms=dlr_time_ms(params),
+                            error_code=dlr_error_code(params)))
+    final = all(r.state in REPORTED_FINAL_STATES for r in found)
+    return (PullVerdict.FINAL if final else PullVerdict.PENDING), found
+
+
 # It splits a text in the Turkish tables as an SMSC does (encoding_params).
-KIND = http_kind(SimulatorAdapter, VonageInbound, national_language=True)
+# It can be asked about a message (status_query: GET /sms/status).
+KIND = http_kind(SimulatorAdapter, VonageInbound, national_language=True, status_query=True)

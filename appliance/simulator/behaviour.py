@@ -29,7 +29,8 @@ class Behaviour:
     duplicate_rate: float = 0.0  # push the final receipt twice
     reorder_rate: float = 0.0  # final first, an older intermediate later
     intermediate_rate: float = 0.0  # an "accepted"/"buffered" receipt before the final
-    silent_rate: float = 0.0  # never report
+    silent_rate: float = 0.0  # never report (neither pushed nor known to a status request)
+    push_rate: float = 1.0  # share of messages whose receipts are pushed; the rest: pull only
     throttle_rate: float = 0.0  # refuse: HTTP 429 with Retry-After, or status "1" Throttled
     unknown_ref_rate: float = 0.0  # also push a receipt for a ref nobody submitted
     part_fail_rate: float = 0.0  # a multi-part message: one of its parts fails on its own
@@ -44,7 +45,7 @@ class Behaviour:
     def check(self) -> Behaviour:
         rates = ("delivered_rate", "early_reports", "expired_share", "duplicate_rate",
                  "reorder_rate", "intermediate_rate", "silent_rate", "throttle_rate",
-                 "unknown_ref_rate", "part_fail_rate")
+                 "unknown_ref_rate", "part_fail_rate", "push_rate")
         for name in rates:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:

@@ -73,6 +73,11 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.option("--intermediate-rate", type=_RATE, default=0.0,
               help="An 'accepted' receipt before the final one.")
 @click.option("--silent-rate", type=_RATE, default=0.0, help="Never report.")
+@click.option("--push-rate", type=_RATE, default=1.0, show_default=True,
+              help="Share of messages whose receipts are pushed; the others are known only"
+              " to a status request (GET /sms/status).")
+@click.option("--no-push", "push_rate", flag_value=0.0, type=_RATE,
+              help="Push no receipt at all: same as --push-rate 0.")
 @click.option("--throttle-rate", type=_RATE, default=0.0,
               help="Refuse with 429 + Retry-After or status 1 (Throttled).")
 @click.option("--unknown-ref-rate", type=_RATE, default=0.0,

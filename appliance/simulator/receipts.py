@@ -34,6 +34,14 @@ class RefStats:
     delivered: int = 0  # receipts acknowledged with a 2xx
     final_acked: bool = False  # every part's final receipt was taken at least once
     finals_waiting: set[str] = field(default_factory=set)  # part ids whose final is not taken
+    # What a status request (GET /sms/status) answers: each part's final receipt, once
+    # known (``known_at``, wall clock); none for a silent message (the network never
+    # told the provider). ``pushed``: its receipts are pushed too.
+    pull_receipts: list[dict[str, str]] = field(default_factory=list)
+    known_at: float = 0.0
+    pushed: bool = True
+    callback: str = ""  # where its receipts go (POST /_sim/push_now pushes them there)
+    pulls: int = 0  # status requests that asked about it
 
 
 @dataclass

@@ -17,7 +17,10 @@ next submissions (``{"http": 429, "retry_after": "2"}``, ``{"http": 503}``,
 (accept, never report), ``{"refuse_part": 2, "part_status": "5"}`` (part 2 refused inside
 the 200), ``{"fail_part": 3}`` (part 3's receipt says ``failed``), ``{"report_order": [2,
 1]}`` (the final receipts one after the other, in that order of parts));
-``POST /_sim/reset`` clears both. ``POST /_sim/inbound`` with ``{"from", "text", "to"?,
+``POST /_sim/reset`` clears both. ``GET /sms/status`` answers status requests
+(:mod:`appliance.simulator.status_pull`, with its own ``POST /_sim/pull_script``);
+``push_rate`` below 1 leaves that share of messages to be found only that way.
+``POST /_sim/inbound`` with ``{"from", "text", "to"?,
 "url"?, "parts"?, "message_id"?}`` makes the simulated network deliver an inbound message:
 it is pushed at once, in Vonage's inbound SMS format (signed like the receipts, in the
 receipts' ``report_format``; in ``parts`` parts with ``concat-*`` fields when asked) to
@@ -52,6 +55,7 @@ from appliance.message_text.segments import segment
 from appliance.simulator.behaviour import Behaviour
 from appliance.simulator.receipts import Receipt, ReceiptPush, RefStats
 from appliance.simulator.smsc import SmscSimulator
+from appliance.simulator.status_pull import StatusDesk
 from appliance.simulator.vonage_format import answer as _answer
 from appliance.simulator.vonage_format import entry as _entry
 from appliance.simulator.vonage_format import inbound_params, receipt_params
@@ -76,8 +80,12 @@ class Simulator:
         self.throttled = 0
         self.unknown_refs_reported = 0
         self.receipts = ReceiptPush(self.behaviour, self.refs)
+        self.status_desk = StatusDesk(self.behaviour, self.refs, self.receipts)
         self.app = Starlette(routes=[
             Route("/sms/json", self.submit, methods=["POST"]),
+            Route("/sms/status", self.status_desk.status, methods=["GET"]),
+            Route("/_sim/pull_script", self.status_desk.set_script, methods=["POST"]),
+            Route("/_sim/push_now", self.status_desk.push_now, methods=["POST"]),
             Route("/_sim/stats", self.stats, methods=["GET"]),
             Route("/_sim/script", self.set_script, methods=["POST"]),
             Route("/_sim/reset", self.reset, methods=["POST"]),
@@ -150,8 +158,14 @@ class Simulator:
         stats.message_id = stats.message_ids[0] if taken else ""
         callback = params.get("callback") or b.callback_url
         silent = step is not None and bool(step.get("silent"))
-        if callback and params.get("status-report-req", "1") != "0" and not silent and taken:
-            await self._report(callback, to, ref, taken, stats, step or {})
+        stats.pull_receipts = []
+        stats.callback = callback
+        if not silent and taken:
+            # Pushed (when asked for, and for push_rate of the messages) or known only
+            # to a status request (GET /sms/status).
+            push = bool(callback) and params.get("status-report-req", "1") != "0" and (
+                b.push_rate >= 1.0 or self.rng.random() < b.push_rate)
+            await self._report(callback, to, ref, taken, stats, step or {}, push)
         if step is not None and "hang_s" in step:
             await asyncio.sleep(float(step["hang_s"]))
         return JSONResponse({"message-count": str(count), "messages": entries})
@@ -176,8 +190,10 @@ class Simulator:
         return "expired" if self.rng.random() < b.expired_share else "failed"
 
     async def _report(self, url: str, to: str, ref: str, taken: list[tuple[int, str]],
-                      stats: RefStats, step: dict[str, Any]) -> None:
-        """Receipts for every part taken, each under its part's id, with the client-ref.
+                      stats: RefStats, step: dict[str, Any], push: bool = True) -> None:
+        """Receipts for every part taken, each under its part's id, with the client-ref;
+        pushed when ``push``, and kept for status requests either way (the final ones,
+        known ``delay_min_ms`` after the submission).
 
         The parts of one message share its fate (the final word), except one part that
         fails on its own: at ``part_fail_rate``, or the scripted ``fail_part``. A scripted
@@ -186,7 +202,8 @@ class Simulator:
         """
         b = self.behaviour
         rng = self.rng
-        if b.unknown_ref_rate and rng.random() < b.unknown_ref_rate:
+        stats.pushed = push
+        if push and b.unknown_ref_rate and rng.random() < b.unknown_ref_rate:
             self.unknown_refs_reported += 1
             ghost = "GHOST" + secrets.token_hex(8).upper()
             self.receipts.later(Receipt(url, self._receipt(to, ghost, secrets.token_hex(8).upper(),
@@ -226,6 +243,11 @@ class Simulator:
                                      ref))
             if b.duplicate_rate and rng.random() < b.duplicate_rate:
                 later.append(final_receipt)  # the very same receipt, pushed again
+        stats.pull_receipts = [r.params for r in (in_order if isinstance(order, list)
+                                                  else now) if r.final]
+        stats.known_at = sent_at + b.delay_min_ms / 1000
+        if not push:
+            return
         if isinstance(order, list):
             ids = dict(taken)
             wanted = [ids[int(p)] for p in order if int(p) in ids]
@@ -273,12 +295,15 @@ class Simulator:
             "last_report_ms": push.last_report_ms,
             "last_final_report_ms": push.last_final_report_ms,
             "delivery_status": dict(push.delivery_status),
+            "pull_requests": self.status_desk.requests,
+            "pull_refs_asked": self.status_desk.refs_asked,
             "refs": {
                 ref: {"received": s.received, "received_ms": s.received_ms,
                       "accepted": s.accepted,
                       "message_id": s.message_id, "message_ids": s.message_ids,
                       "parts": s.parts, "final": s.final, "part_finals": s.part_finals,
-                      "reports": s.reports, "delivered": s.delivered}
+                      "reports": s.reports, "delivered": s.delivered,
+                      "pushed": s.pushed, "pulls": s.pulls}
                 for ref, s in self.refs.items()
             },
         }
@@ -341,6 +366,7 @@ class Simulator:
 
     async def reset(self, request: Request) -> Response:
         self.script.clear()
+        self.status_desk.script.clear()
         self.refs.clear()
         self.duplicates_submitted = self.submissions = self.throttled = 0
         return JSONResponse({"reset": True})

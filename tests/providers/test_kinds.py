@@ -24,6 +24,7 @@ from appliance.provider_kinds import (
     secret_values,
 )
 from appliance.providers.kind import Shape
+from appliance.providers.status_query import StatusQuery
 from appliance.providers.transport import SessionTransport
 
 ROOT = Path(__file__).resolve().parents[2] / "appliance"
@@ -60,7 +61,11 @@ def test_every_kind_is_declared_once_with_its_shape() -> None:
             assert (kind.requests_per_s > 0) != (kind.name in NO_PUBLISHED_RATE), kind.name
         else:
             assert not kind.many_per_request, kind.name
-            assert kind.status_query == (kind.name in ASKED_ONE_BY_ONE), kind.name
+            assert kind.status_query == (kind.name in ASKED_ONE_BY_ONE
+                                         or kind.name == "simulator"), kind.name
+        # A kind says it can be asked exactly when its adapter has the status query.
+        asks = kind.adapter is not None and issubclass(kind.adapter, StatusQuery)
+        assert kind.status_query == asks, kind.name
     assert [k for k, d in KINDS.items() if d.national_language] == [
         "simulator", "verimor", "netgsm", "smpp"]
 
