@@ -44,6 +44,7 @@ from appliance.provider_kinds import KINDS, secret_values
 from appliance.providers.callback_token import token_warnings
 from appliance.providers.registry import Providers
 from appliance.reports import loops as report_loops
+from appliance.reports import puller
 from appliance.runtime import Runtime
 from appliance.sending import expansion, orphans, sender
 from appliance.smpp import lifecycle as smpp_sessions
@@ -137,6 +138,7 @@ def assemble(runtime: Runtime, intake: socket.socket | None = None,
     providers = Providers(settings, KINDS, now_ms=runtime.now_ms)
     worker, wake_imports = import_worker.install(runtime)
     report_loops.install(runtime, providers)
+    pulls = puller.install(runtime, providers)
     retention.install(runtime)
     sending = sender.install(runtime, providers)
     campaigns = expansion.install(runtime, sending.wake)
@@ -149,12 +151,12 @@ def assemble(runtime: Runtime, intake: socket.socket | None = None,
                                             secret_values(settings))
                      if intake is not None else None)
     observability.install(runtime, metrics, Sources(sending, worker, providers, STATS,
-                                                    budget, report_intake))
+                                                    budget, report_intake, pulls))
     backups.install(runtime)
     return Parts(runtime=runtime, providers=providers, sender=sending, campaigns=campaigns,
                  import_worker=worker, wake_imports=wake_imports, sessions=sessions,
                  webhooks=delivery, report_intake=report_intake, metrics=metrics,
-                 body_budget=budget, sign_in_guard=SignInGuard(runtime))
+                 body_budget=budget, sign_in_guard=SignInGuard(runtime), puller=pulls)
 
 
 def run_server(settings: Settings, runtime: Runtime | None = None, *,

@@ -27,6 +27,7 @@ from appliance.providers import CallbackRequest, ReportParseError, ReportReader
 from appliance.providers.registry import Providers
 from appliance.reports.apply import settle
 from appliance.reports.inbox import InboxReport, file_report, from_parsed, storable
+from appliance.reports.pull_answers import METHOD as PULLED
 from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 
@@ -46,12 +47,16 @@ class Reparsed:
 def reparse(conn: Connection, adapters: Mapping[str, ReportReader], now_ms: int,
             after_id: int, limit: int) -> tuple[Reparsed, int]:
     """Offer up to ``limit`` quarantined callbacks with ``id > after_id`` to their
-    adapters again (a write unit). Returns the counts and the last id looked at."""
+    adapters again (a write unit). Returns the counts and the last id looked at.
+
+    A status answer that could not be read (``method = "PULL"``) is kept as evidence
+    and not offered to the callback reader: the puller asks again instead."""
     out = Reparsed()
     last = after_id
     rows = conn.execute(
         "SELECT id, provider, method, content_type, query, body FROM raw_reports"
-        " WHERE parsed = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
+        " WHERE parsed = 0 AND id > ? AND method <> ? ORDER BY id LIMIT ?",
+        (after_id, PULLED, limit)).fetchall()
     for raw_id, provider, method, ctype, query, body in rows:
         assert isinstance(raw_id, int) and isinstance(body, bytes)
         last = raw_id

@@ -6,7 +6,8 @@ A send to a number on the account's suppression list is refused ``409`` (OPS-4),
 same write unit as the insert, so nothing is queued. The checks and the use cases are
 the domain's (:mod:`appliance.sending.checks`,
 :mod:`appliance.sending.message_requests`), shared with the console; their refusals
-become the JSON errors of ``docs/api.md``.
+become the JSON errors of ``docs/api.md``. ``POST /api/messages/{ref}/pull`` makes the
+message's next status request due now (ROUTE-2, :mod:`appliance.reports.puller`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.reports.pull_schedule import PULLABLE, pulls_of, queue_now
 from appliance.sending import resolution
 from appliance.sending.accept import NewMessage
 from appliance.sending.checks import (
@@ -25,7 +27,7 @@ from appliance.sending.checks import (
     check_to,
 )
 from appliance.sending.message_requests import queue_message, resolve_one
-from appliance.sending.messages import messages_for_msisdn, read_message
+from appliance.sending.messages import get_message, messages_for_msisdn, read_message
 from appliance.sending.refs import looks_like_ref
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, not_found
@@ -72,7 +74,32 @@ async def show_message(request: Request) -> Response:
     found = await appliance.store.readers.run(lambda c: read_message(c, ref, account.id))
     if found is None:
         raise not_found("message")
-    return JSONResponse(message_json(*found))
+    pulls = await appliance.store.readers.run(lambda c: pulls_of(c, found[0].id))
+    return JSONResponse({**message_json(*found), "pulls": pulls})
+
+
+async def pull_message(request: Request) -> Response:
+    """Ask the provider about the message now: ``202`` once its next ask is due, ``409
+    not_pullable`` when its provider is not asked (no status API, ``pull = false``) or
+    the message is not waiting for a report (not yet submitted, or final)."""
+    account = await require_account(request)
+    parts = parts_of(request)
+    appliance = parts.runtime
+    ref = _ref(request)
+    m = await appliance.store.readers.run(lambda c: get_message(c, ref, account.id))
+    if m is None:
+        raise not_found("message")
+    if not parts.puller.asks(m.provider):
+        raise ApiError(409, "not_pullable", f"provider {m.provider!r} is not asked about"
+                       " messages (its kind has no status API, or pull = false)")
+    if m.state not in PULLABLE:
+        raise ApiError(409, "not_pullable", f"the message is {m.state}: only a submitted"
+                       " message without a final state is asked about")
+    now = appliance.now_ms()
+    await appliance.store.writer.run(lambda c: queue_now(c, m.id, m.provider, now))
+    if parts.puller.wake is not None:
+        parts.puller.wake()
+    return JSONResponse({"ref": m.ref, "pull": "queued"}, status_code=202)
 
 
 async def resolve_message(request: Request) -> Response:
@@ -109,4 +136,5 @@ def routes() -> list[BaseRoute]:
         Route("/api/messages", find_messages, methods=["GET"]),
         Route("/api/messages/{ref}", show_message, methods=["GET"]),
         Route("/api/messages/{ref}/resolve", resolve_message, methods=["POST"]),
+        Route("/api/messages/{ref}/pull", pull_message, methods=["POST"]),
     ]

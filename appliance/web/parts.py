@@ -17,6 +17,7 @@ from starlette.requests import Request
 from appliance.imports.worker import ImportWorker
 from appliance.ops.observability.metrics import Metrics
 from appliance.providers.registry import Providers
+from appliance.reports.puller import Puller
 from appliance.runtime import Runtime
 from appliance.scheduler import Wake
 from appliance.sending.expansion import CampaignExpander
@@ -44,6 +45,7 @@ class Parts:
     metrics: Metrics
     body_budget: BodyBudget
     sign_in_guard: SignInGuard
+    puller: Puller  # asks providers about messages they have not reported (ROUTE-2)
 
 
 def parts_of(request: Request) -> Parts:

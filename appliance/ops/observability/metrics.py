@@ -47,6 +47,7 @@ from appliance.ops.observability.alerts import ops_alerts
 from appliance.ops.observability.sources import Sources
 from appliance.optout.suppressions import SOURCES
 from appliance.providers.registry import Providers
+from appliance.providers.status_query import PullVerdict
 from appliance.providers.transport import SessionTransport
 from appliance.reports.alerts import Alert, alerts_from
 from appliance.reports.coverage import coverage, inbox_health, overdue
@@ -254,10 +255,28 @@ class ApplianceCollector(Collector):
         yield from _edge(appliance, sources)
         yield from _sessions(sources.providers)
         yield from _unreached(sources)
+        yield from _pulls(sources)
         info = GaugeMetricFamily("appliance_build_info", "The running version.",
                                  labels=["version"])
         info.add_metric([__version__], 1.0)
         yield info
+
+
+PULL_OUTCOMES = tuple(v.value for v in PullVerdict)
+
+
+def _pulls(sources: Sources) -> Iterator[Metric]:
+    """Messages asked about, by provider and what the answer said of each (ROUTE-2)."""
+    puller = sources.puller
+    if puller is None or not puller.lanes:
+        return
+    family = CounterMetricFamily(
+        "appliance_report_pulls", "Messages asked about in status requests, by what the"
+        " answer said: final, pending, unknown_id or error.", labels=["provider", "outcome"])
+    for name in sorted(puller.lanes):
+        for outcome in PULL_OUTCOMES:
+            family.add_metric([name, outcome], float(puller.counts[(name, outcome)]))
+    yield family
 
 
 def _sessions(providers: Providers) -> Iterator[Metric]:

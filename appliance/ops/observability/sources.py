@@ -15,6 +15,7 @@ from typing import Protocol
 
 from appliance.imports.worker import ImportWorker
 from appliance.providers.registry import Providers
+from appliance.reports.puller import Puller
 from appliance.sending.sender import Sender
 
 
@@ -71,3 +72,4 @@ class Sources:
     edge: EdgeFigures
     body_budget: BodyFigures
     report_intake: IntakeFigures | None
+    puller: Puller | None = None  # its counts of messages asked about (ROUTE-2)

@@ -1,0 +1,185 @@
+"""The puller (ROUTE-2): asks each provider that can be asked about the messages it has
+not reported, one loop for every such kind.
+
+A provider is asked when its kind declares a status query
+(:class:`~appliance.providers.status_query.StatusQuery`) and its table leaves ``pull``
+on (the default for such kinds). Each step, for each such provider whose pace allows a
+request now: the messages whose ask is due (:func:`appliance.reports.pull_schedule.due`,
+oldest submission first), at most ``min(status_batch_max, batch_max)`` of them, are
+recorded as asked in one write unit (which re-checks that each is still open: a final
+message is never asked about), the kind builds one status request, the provider's own
+transport carries it, and the answer is stored raw first and read through the inbox
+(:mod:`appliance.reports.pull_answers`). Requests go out at most ``pull_rate_per_s`` a
+second per provider (and never faster than its ``requests_per_s``, or the kind's
+published limit when unset), evenly spaced, one at a time.
+
+On PostgreSQL the loop runs in one process at a time (``Runtime.singleton``). Its
+counts (``appliance_report_pulls_total{provider,outcome}``, one per message asked
+about) are this process's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from appliance.providers.callbacks import CallbackRequest
+from appliance.providers.kind import ProviderKind
+from appliance.providers.outcome import short
+from appliance.providers.registry import Providers
+from appliance.providers.status_query import PullAnswer, PullTarget, StatusQuery
+from appliance.providers.transport import Provider
+from appliance.reports import pull_answers
+from appliance.reports.cutoff import HOUR_MS
+from appliance.reports.inbox import RawCallback
+from appliance.reports.pull_schedule import Pacing, due, record_asks
+from appliance.runtime import Runtime
+from appliance.scheduler import Wake
+
+log = logging.getLogger("appliance.reports")
+LOOP = "puller"
+POLL_S = 1.0  # longest wait between looks for due messages
+MASK = "***"
+
+
+def pulls_on(provider: Provider, kind: ProviderKind) -> bool:
+    """Whether the puller asks this provider: its kind can be asked and its table's
+    ``pull`` is not false (unset: on for such kinds)."""
+    if provider.status is None or not kind.status_query:
+        return False
+    return provider.settings.pull is not False
+
+
+def pull_rate(provider: Provider, kind: ProviderKind) -> float:
+    """Status requests a second: ``pull_rate_per_s``, within ``requests_per_s`` (the
+    table's, else the kind's published limit; 0: none)."""
+    rate = provider.settings.pull_rate_per_s
+    bound = provider.settings.requests_per_s or kind.requests_per_s
+    return min(rate, bound) if bound > 0 else rate
+
+
+@dataclass
+class PullLane:
+    """One provider as the puller asks it."""
+
+    name: str
+    provider: Provider
+    query: StatusQuery
+    batch: int
+    interval_s: float  # between two requests
+    secrets: tuple[str, ...]  # the table's secret values, kept out of the raw rows
+    free_at: float = 0.0  # monotonic time the next request may go
+
+
+class Puller:
+    """The loop's state: its lanes and its counts."""
+
+    def __init__(self, appliance: Runtime, lanes: list[PullLane]) -> None:
+        self.appliance = appliance
+        self.lanes = {lane.name: lane for lane in lanes}
+        self.counts: Counter[tuple[str, str]] = Counter()  # (provider, outcome)
+        self.requests: Counter[str] = Counter()  # status requests made, by provider
+        self.wake: Wake | None = None
+
+    def asks(self, provider: str) -> bool:
+        """Whether ``provider`` is asked about its messages (``POST .../pull`` needs it)."""
+        return provider in self.lanes
+
+    def pacing(self, lane: PullLane) -> Pacing:
+        window_ms = int(self.appliance.settings.sending.delivery_window_hours * HOUR_MS)
+        return Pacing(after_ms=int(lane.provider.settings.pull_after_s * 1000),
+                      window_ms=window_ms)
+
+    async def step(self) -> float | None:
+        wait = POLL_S
+        for lane in self.lanes.values():
+            now = time.monotonic()
+            if now < lane.free_at:
+                wait = min(wait, lane.free_at - now)
+                continue
+            if await self.ask(lane):
+                wait = min(wait, max(0.0, lane.free_at - time.monotonic()))
+        return wait
+
+    async def ask(self, lane: PullLane) -> bool:
+        """One status request about the lane's due messages; ``False`` when none is due."""
+        store = self.appliance.store
+        now_ms = self.appliance.now_ms()
+        pacing = self.pacing(lane)
+        ids = await store.readers.run(lambda c: due(c, lane.name, now_ms, pacing, lane.batch))
+        if not ids:
+            return False
+        targets = await store.writer.run(
+            lambda c: record_asks(c, lane.name, ids, now_ms, pacing))
+        if not targets:
+            return True  # closed meanwhile: look again at once
+        lane.free_at = max(time.monotonic(), lane.free_at) + lane.interval_s
+        self.requests[lane.name] += 1
+        stored = await self._request(lane, targets)
+        for outcome in stored.outcomes.values():
+            self.counts[(lane.name, outcome)] += 1
+        return True
+
+    async def _request(self, lane: PullLane,
+                       targets: list[PullTarget]) -> pull_answers.StoredAnswer:
+        store = self.appliance.store
+        try:
+            request = lane.query.build_status_request(targets)
+            response = await lane.provider.transport.exchange(request)
+        except Exception as exc:  # no answer: an attempt for each, never a state
+            log.warning("provider %s: status request failed: %s", lane.name,
+                        short(f"{type(exc).__name__}: {exc}"))
+            return await store.writer.run(
+                lambda c: pull_answers.store_no_answer(c, lane.name, targets))
+        raw, answer = read_answer(lane, targets, request, response)
+        now_ms = self.appliance.now_ms()
+        return await store.writer.run(
+            lambda c: pull_answers.store_answer(c, lane.name, raw, answer, targets, now_ms))
+
+
+def read_answer(lane: PullLane, targets: list[PullTarget], request: httpx.Request,
+                response: httpx.Response) -> tuple[RawCallback, PullAnswer]:
+    """The answer as it is kept raw (the request's query without the table's secrets)
+    and as the kind reads it (never raises)."""
+    query = request.url.query.decode("utf-8", "replace")
+    for secret in lane.secrets:
+        query = query.replace(secret, MASK)
+    content_type = response.headers.get("content-type", "")
+    raw = RawCallback(provider=lane.name, method=pull_answers.METHOD,
+                      content_type=content_type, query=query, body=response.content)
+    seen = CallbackRequest(method=pull_answers.METHOD, url=str(request.url), query=query,
+                           headers=dict(response.headers), body=response.content)
+    return raw, lane.query.read_status_answer(targets, response.status_code, seen)
+
+
+def lanes_of(providers: Providers, kinds: Mapping[str, ProviderKind]) -> list[PullLane]:
+    """A lane for every configured provider the puller asks."""
+    lanes: list[PullLane] = []
+    for name, provider in providers.all().items():
+        kind = kinds.get(provider.kind)
+        query = provider.status
+        if kind is None or query is None or not pulls_on(provider, kind):
+            continue
+        secret_names = {o.name for o in kind.options if o.secret}
+        secrets = tuple(sorted((str(v) for k, v in provider.settings.options.items()
+                                if k in secret_names and v), key=len, reverse=True))
+        lanes.append(PullLane(
+            name=name, provider=provider, query=query,
+            batch=max(1, min(query.status_batch_max, provider.settings.batch_max)),
+            interval_s=1.0 / pull_rate(provider, kind), secrets=secrets))
+    return lanes
+
+
+def install(appliance: Runtime, providers: Providers) -> Puller:
+    """The puller over every provider it asks; its loop is registered only when there
+    is one (on PostgreSQL in one process at a time)."""
+    puller = Puller(appliance, lanes_of(providers, providers.kinds))
+    if puller.lanes:
+        puller.wake = appliance.scheduler.add(LOOP, appliance.singleton(LOOP, puller.step),
+                                              interval_s=POLL_S)
+    return puller
