@@ -77,9 +77,18 @@ def states(data: Path) -> dict[str, str]:
     return {str(r): str(s) for r, s in db_rows(data, "SELECT ref, state FROM messages")}
 
 
-def wait_all_final(data: Path, n: int, timeout: float = 90) -> dict[str, str]:
-    def done() -> dict[str, str] | None:
-        found = states(data)
-        return found if len(found) == n and all(s in FINAL for s in found.values()) else None
+def wait_all_final(data: Path, n: int, timeout: float = 120) -> dict[str, str]:
+    last: dict[str, str] = {}
 
-    return wait_for(done, timeout, interval=0.2, message="every message final")
+    def done() -> dict[str, str] | None:
+        nonlocal last
+        last = states(data)
+        return last if len(last) == n and all(s in FINAL for s in last.values()) else None
+
+    try:
+        return wait_for(done, timeout, interval=0.2, message="every message final")
+    except AssertionError:
+        still = {ref: s for ref, s in last.items() if s not in FINAL}
+        pulls = db_rows(data, "SELECT m.ref, p.pulls, p.next_at, p.last_outcome FROM"
+                        " message_pulls p JOIN messages m ON m.id = p.message_id")
+        raise AssertionError(f"{len(still)} of {n} not final: {still}; asks: {pulls}") from None

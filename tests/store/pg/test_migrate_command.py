@@ -13,6 +13,7 @@ import httpx
 import psycopg
 import pytest
 
+from appliance.reports.pull_schedule import queue_now
 from appliance.sending.outcomes import _MAP_ID
 from appliance.sending.resolution import resolve_message
 from appliance.store import Store, rollups
@@ -84,6 +85,9 @@ def populate(tmp: Path, data_dir: Path) -> str:
             resolve_message(c, int(row[0]), "mark_failed", "test", 1)
 
         store.writer.call(decide)
+        # A message's next ask queued, as POST /api/messages/{ref}/pull does (ROUTE-2).
+        store.writer.call(lambda c: queue_now(
+            c, int(c.execute("SELECT min(id) FROM messages").fetchone()[0]), "sim", 1))
         # The kept counts move into message_counts as the rollups loop would.
         store.writer.call(lambda c: rollups.fold(c, 10**6))
     finally:

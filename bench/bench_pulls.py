@@ -1,0 +1,125 @@
+"""Pull benchmarks (ROUTE-2), each beside a baseline from the same run.
+
+- Status requests per message for a campaign whose provider never pushes a receipt
+  (the simulator with ``--no-push``, ``pull_after_s = 2``): with the simulator's batches
+  (``batch_max = 100``) against the same campaign asked one message a request
+  (``batch_max = 1``); and the time from ``pull_after_s`` to 100% coverage, against the
+  same campaign with every receipt pushed.
+- Pulls a second over a 10 s window against ``pull_rate_per_s`` (one message a request,
+  more due than the rate lets through): the measured rate beside the configured one.
+
+Real ``appliance serve`` and ``appliance simulator`` processes. Run:
+``.venv/bin/python bench/bench_pulls.py [--messages 10000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.harness import Server, create_account, wait_for  # noqa: E402
+from tests.sending.support import SimulatorProcess, provider_config  # noqa: E402
+
+PULL_AFTER_S = 2.0
+
+
+def campaign(tmp: Path, messages: int, *, push: bool, batch_max: int,
+             pull_rate_per_s: float = 50.0) -> dict[str, Any]:
+    """One campaign to 100% coverage; its status requests and timings."""
+    tmp.mkdir()
+    flags = ("--delay-min-ms", "50", "--delay-max-ms", "500", "--seed", "5")
+    sim = SimulatorProcess(tmp, *flags, *(() if push else ("--no-push",))).start()
+    data = tmp / "data"
+    data.mkdir()
+    cfg = provider_config(tmp / "cfg.toml", sim.url, rate_per_s=2000, extra=(
+        f"pull_after_s = {PULL_AFTER_S}\npull_rate_per_s = {pull_rate_per_s}\n"
+        f"batch_max = {batch_max}\n"))
+    server = Server(data, config=cfg).start()
+    try:
+        key = create_account(data, "bench")
+        with server.client(key) as api:
+            numbers = "\n".join(f"+90532{i:07d}" for i in range(messages)) + "\n"
+            job = api.post("/api/contacts/import", json={"list": "bench", "text": numbers})
+            wait_for(lambda: api.get(job.json()["poll"]).json()["state"] == "DONE", 120)
+            started = time.monotonic()
+            c = api.post("/api/campaigns", json={"list": "bench", "body": "bench"},
+                         headers={"Idempotency-Key": "bench"})
+            poll = c.json()["poll"]
+            wait_for(lambda: api.get(poll).json()["unsent"] == 0, 600, interval=0.2)
+            sent = time.monotonic()
+            wait_for(lambda: api.get(poll).json()["coverage_pct"] == 100.0, 1200,
+                     interval=0.2, message="100% coverage")
+            covered = time.monotonic()
+            stats = sim.stats()
+        return {"requests": stats["pull_requests"], "per_message":
+                stats["pull_requests"] / messages, "sent_s": sent - started,
+                "to_coverage_s": covered - sent, "total_s": covered - started}
+    finally:
+        server.stop()
+        sim.stop()
+
+
+def rate_window(tmp: Path, rate: float, window_s: float = 10.0) -> float:
+    """Status requests a second over ``window_s`` with more due than ``rate`` allows."""
+    tmp.mkdir()
+    sim = SimulatorProcess(tmp, "--no-push", "--silent-rate", "1").start()
+    data = tmp / "data"
+    data.mkdir()
+    cfg = provider_config(tmp / "cfg.toml", sim.url, rate_per_s=2000, extra=(
+        f"pull_after_s = 1\npull_rate_per_s = {rate}\nbatch_max = 1\n"))
+    server = Server(data, config=cfg).start()
+    try:
+        key = create_account(data, "bench")
+        with server.client(key) as api:
+            for i in range(int(rate * window_s * 3)):
+                api.post("/api/messages", json={"to": f"+90532{i:07d}", "body": "x"})
+            wait_for(lambda: sim.stats()["pull_requests"] > 0, 60)
+            first = sim.stats()["pull_requests"]
+            at = time.monotonic()
+            time.sleep(window_s)  # the measurement window itself
+            last = sim.stats()["pull_requests"]
+            return float(last - first) / (time.monotonic() - at)
+    finally:
+        server.stop()
+        sim.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--rate", type=float, default=5.0, help="pull_rate_per_s to check")
+    args = parser.parse_args()
+    n = args.messages
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        batched = campaign(base / "batched", n, push=False, batch_max=100)
+        single = campaign(base / "single", n, push=False, batch_max=1,
+                          pull_rate_per_s=1000.0)
+        pushed = campaign(base / "pushed", n, push=True, batch_max=100)
+        measured = rate_window(base / "rate", args.rate)
+    print(f"\nstatus requests per message, {n:,} messages, no push:")
+    print(f"  batched (batch_max 100):  {batched['per_message']:.4f}"
+          f" ({batched['requests']} requests)")
+    print(f"  one a request (baseline): {single['per_message']:.4f}"
+          f" ({single['requests']} requests)")
+    print(f"  ratio: {batched['per_message'] / single['per_message']:.3f}")
+    print(f"\nfrom the last send to 100% coverage (pull_after_s = {PULL_AFTER_S:g}):")
+    print(f"  by pulls only:             {batched['to_coverage_s']:.1f} s"
+          f" (campaign sent in {batched['sent_s']:.1f} s)")
+    print(f"  every receipt pushed (baseline): {pushed['to_coverage_s']:.1f} s"
+          f" (sent in {pushed['sent_s']:.1f} s)")
+    print(f"  ratio: {batched['to_coverage_s'] / max(pushed['to_coverage_s'], 0.001):.2f}")
+    print("\nstatus requests a second over 10 s, one message a request:")
+    print(f"  measured: {measured:.2f}/s  pull_rate_per_s: {args.rate:g}/s"
+          f"  ratio: {measured / args.rate:.3f}")
+
+
+if __name__ == "__main__":
+    main()
