@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from appliance.providers.status_query import PullTarget
+from appliance.providers.status_query import PullTarget, StatusQuery
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int
 
@@ -38,7 +38,9 @@ LAST_ASK_SHARE = 0.9  # the last ask, as a share of the delivery window after su
 
 @dataclass(frozen=True)
 class Pacing:
-    """A provider's schedule: its first wait and the delivery window, in ms."""
+    """A provider's schedule: its first wait and how long after submission it may be
+    asked (the delivery window, or less where the provider answers only so long:
+    ``StatusQuery.answers_within_s``), in ms."""
 
     after_ms: int
     window_ms: int
@@ -83,10 +85,12 @@ def due(conn: Connection, provider: str, now_ms: int, pacing: Pacing,
 
 
 def record_asks(conn: Connection, provider: str, ids: Sequence[int], now_ms: int,
-                pacing: Pacing) -> list[PullTarget]:
+                pacing: Pacing, query: StatusQuery | None = None) -> list[PullTarget]:
     """Record an ask about each of ``ids`` that is still open and return those, to be
-    asked now (a write unit). The others (final meanwhile, or past their window) get
-    no more asks: their ``next_at`` is cleared."""
+    asked now in one request (a write unit). The others (final meanwhile, or past their
+    window) get no more asks: their ``next_at`` is cleared. Only messages of the first
+    open one's ``query.status_batch_key`` are asked together; the rest are left as
+    they are, due, for the next request."""
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
@@ -96,12 +100,21 @@ def record_asks(conn: Connection, provider: str, ids: Sequence[int], now_ms: int
         " LEFT JOIN message_pulls p ON p.message_id = m.id"
         f" WHERE m.id IN ({marks}) ORDER BY m.submitted_at, m.id", tuple(ids)).fetchall()
     targets: list[PullTarget] = []
+    batch_key: str | None = None
     for message_id, ref, provider_msg_id, msisdn, submitted_at, state, pulls, known in rows:
         submitted = as_int(submitted_at or 0)
         asks = state in PULLABLE and submitted and now_ms < submitted + pacing.window_ms
         if not asks:
             conn.execute("UPDATE message_pulls SET next_at = NULL WHERE message_id = ?",
                          (message_id,))
+            continue
+        target = PullTarget(ref=str(ref), provider_msg_id=None if provider_msg_id is None
+                            else str(provider_msg_id), msisdn=str(msisdn),
+                            submitted_at_ms=submitted)
+        key = "" if query is None else query.status_batch_key(target)
+        if batch_key is None:
+            batch_key = key
+        elif key != batch_key:
             continue
         count = as_int(pulls) + 1
         next_at = next_ask_at(count, submitted, now_ms, pacing)
@@ -112,9 +125,7 @@ def record_asks(conn: Connection, provider: str, ids: Sequence[int], now_ms: int
         else:
             conn.execute("UPDATE message_pulls SET pulls = ?, next_at = ?, last_at = ?"
                          " WHERE message_id = ?", (count, next_at, now_ms, message_id))
-        targets.append(PullTarget(ref=str(ref), provider_msg_id=None if provider_msg_id is None
-                                  else str(provider_msg_id), msisdn=str(msisdn),
-                                  submitted_at_ms=submitted))
+        targets.append(target)
     return targets
 
 

@@ -91,7 +91,12 @@ class Puller:
         return provider in self.lanes
 
     def pacing(self, lane: PullLane) -> Pacing:
+        """The lane's schedule: the delivery window, or the time the provider answers
+        about a message when that is shorter (its last ask falls within it)."""
         window_ms = int(self.appliance.settings.sending.delivery_window_hours * HOUR_MS)
+        within = lane.query.answers_within_s
+        if within is not None:
+            window_ms = min(window_ms, int(within * 1000))
         return Pacing(after_ms=int(lane.provider.settings.pull_after_s * 1000),
                       window_ms=window_ms)
 
@@ -115,7 +120,7 @@ class Puller:
         if not ids:
             return False
         targets = await store.writer.run(
-            lambda c: record_asks(c, lane.name, ids, now_ms, pacing))
+            lambda c: record_asks(c, lane.name, ids, now_ms, pacing, lane.query))
         if not targets:
             return True  # closed meanwhile: look again at once
         lane.free_at = max(time.monotonic(), lane.free_at) + lane.interval_s

@@ -86,8 +86,11 @@ def populate(tmp: Path, data_dir: Path) -> str:
 
         store.writer.call(decide)
         # A message's next ask queued, as POST /api/messages/{ref}/pull does (ROUTE-2).
-        store.writer.call(lambda c: queue_now(
-            c, int(c.execute("SELECT min(id) FROM messages").fetchone()[0]), "sim", 1))
+        def queue(c: Any) -> None:
+            first = c.execute("SELECT min(id) FROM messages").fetchone()
+            queue_now(c, int(first[0]), "sim", 1)
+
+        store.writer.call(queue)
         # The kept counts move into message_counts as the rollups loop would.
         store.writer.call(lambda c: rollups.fold(c, 10**6))
     finally:
