@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
@@ -159,9 +160,7 @@ class NetgsmAdapter(NetgsmWire, StatusQuery, CreditQuery, InboundQuery):
             return PullAnswer.failed(f"{self.kind} report {code}: {meaning}")
         if bulk is None:  # nothing the answer lists can be proven to be this message
             return PullAnswer(verdicts={these[0].ref: PullVerdict.UNKNOWN_ID})
-        by_number = {digits_of(t.msisdn): t for t in these}
-        verdicts = {t.ref: PullVerdict.UNKNOWN_ID for t in these}
-        reports: list[ParsedReport] = []
+        rows: list[list[str]] = []
         for line in lines_of(text):
             words = line.split()
             if len(words) == 8:  # the bulk id first (a query by several bulk ids)
@@ -170,10 +169,21 @@ class NetgsmAdapter(NetgsmWire, StatusQuery, CreditQuery, InboundQuery):
                 words = words[1:]
             if len(words) != 7 or not _well_formed(words):
                 return PullAnswer.failed(f"{self.kind} report: unreadable line: {line[:80]}")
-            number, state_code, _operator, _parts, date, clock, error = words
+            rows.append(words)
+        # A number twice in one task (two lines, or two messages asked about) cannot
+        # say which line is which message: nothing is made of it.
+        seen = Counter(digits_of(words[0]) for words in rows)
+        seen.update(digits_of(t.msisdn) for t in these)
+        by_number = {digits_of(t.msisdn): t for t in these}
+        verdicts = {t.ref: PullVerdict.UNKNOWN_ID for t in these}
+        for t in these:
+            if seen[digits_of(t.msisdn)] > 2:
+                verdicts[t.ref] = PullVerdict.ERROR
+        reports: list[ParsedReport] = []
+        for number, state_code, _operator, _parts, date, clock, error in rows:
             target = by_number.get(digits_of(number))
-            if target is None:
-                continue  # another number of the task
+            if target is None or verdicts[target.ref] is PullVerdict.ERROR:
+                continue  # another number of the task, or one that is ambiguous
             known = REPORT_STATES.get(state_code)
             if known is None:  # not in the reference: nothing made up
                 verdicts[target.ref] = PullVerdict.ERROR

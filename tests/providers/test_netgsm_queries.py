@@ -313,3 +313,19 @@ def test_a_push_is_proven_by_the_token_and_yields_no_report() -> None:
     adapter().verify(callback(url))  # no token configured: taken as it comes
     with pytest.raises(ReportParseError, match="pushes no delivery reports"):
         guarded.parse_reports(callback(url + "?token=tok-1", body=b"anything"))
+
+
+def test_a_number_listed_twice_in_one_task_is_never_guessed(rig: Rig) -> None:
+    """Two lines for one number (or two messages to it in one task) cannot say which line
+    is which message: an ``error``, and no report, rather than a guess."""
+    targets = sent_batch(rig, 2)
+    [bulk] = rig.fake.tasks
+    rig.fake.answer_next("report", "905321234500 1 30 1 05.12.2026 10:00:00 0<br>"
+                                   "905321234500 0 30 1 05.12.2026 10:00:00 0<br>"
+                                   "905321234501 1 30 1 05.12.2026 10:00:00 0")
+    _, answer = ask(rig, targets)
+    assert answer.verdicts == {"REF000": PullVerdict.ERROR, "REF001": PullVerdict.FINAL}
+    assert [r.ref for r in answer.reports] == ["REF001"]
+    twice = [*targets, PullTarget("REF009", f"{bulk}:905321234501", "+905321234501", NOW_MS)]
+    _, answer = ask(rig, twice)
+    assert answer.verdict("REF001") is answer.verdict("REF009") is PullVerdict.ERROR

@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from appliance.providers.status_query import PullTarget
 from appliance.simulator.netgsm_fake import NetgsmFake, RunningFake
 from tests.harness import Server, create_account, db_rows, run_cli, wait_for
+from tests.providers.netgsm_support import adapter, exchange, stored
 from tests.sending.support import message, send, wait_state
 
 TOKEN = "tok-7c2e"
@@ -39,15 +41,25 @@ def test_messages_reach_submitted_with_the_bulk_id_and_number_recorded(
                 done = [wait_state(api, ref, "SUBMITTED") for ref in refs]
         finally:
             server.stop()
-    assert [d["state"] for d in done] == ["SUBMITTED"] * 3
-    assert [s["pairs"] for s in fake.sends] == [[(f"Merhaba {i}", f"90532123450{i}")]
-                                               for i in range(3)]
-    assert {(s["usercode"], s["msgheader"], s["type"]) for s in fake.sends} == {
-        ("8503001234", "BASLIGIM", "1:n")}
-    bulks = sorted(fake.tasks)
-    rows = db_rows(data_dir, "SELECT ref, provider_msg_id FROM messages ORDER BY id")
-    assert rows == [(ref, f"{bulk}:90532123450{i}")
-                    for i, (ref, bulk) in enumerate(zip(refs, bulks, strict=True))]
+        assert [d["state"] for d in done] == ["SUBMITTED"] * 3
+        assert [s["pairs"] for s in fake.sends] == [[(f"Merhaba {i}", f"90532123450{i}")]
+                                                   for i in range(3)]
+        assert {(s["usercode"], s["msgheader"], s["type"]) for s in fake.sends} == {
+            ("8503001234", "BASLIGIM", "1:n")}
+        rows = db_rows(data_dir, "SELECT ref, provider_msg_id FROM messages ORDER BY id")
+        assert rows == [(ref, f"{bulk}:90532123450{i}")
+                        for i, (ref, bulk) in enumerate(zip(refs, sorted(fake.tasks),
+                                                            strict=True))]
+        # What was recorded is what the report query needs: each message is asked about
+        # by its bulk id, and the answer names it by its ref.
+        query = adapter(running.base_url)
+        for i, (ref, pid) in enumerate(rows):
+            target = PullTarget(ref, pid, f"+90532123450{i}", 0)
+            request = query.build_status_request([target])
+            answer = query.read_status_answer([target], 200,
+                                              stored(request, exchange(request)))
+            [one] = answer.reports
+            assert (one.ref, one.provider_msg_id, one.state) == (ref, pid, "DELIVERED")
 
 
 def test_a_header_netgsm_does_not_know_holds_the_message_and_refuses_nothing(
