@@ -159,6 +159,7 @@ CREATE TABLE campaigns (
     -- contact; 0 for a body sent as written.
     personalised     INTEGER NOT NULL DEFAULT 0,
     planned_parts    INTEGER NOT NULL DEFAULT 0,  -- the dry run's parts at acceptance
+    message_type     TEXT,  -- IYS-1: commercial or transactional; NULL: not stated
     UNIQUE (account_id, idempotency_key)
 );
 
@@ -191,6 +192,10 @@ CREATE TABLE messages (
     claimed_at        INTEGER,  -- OPS-6: reserved by the sender (still QUEUED/RETRY, nothing sent); NULL otherwise
     counted_state     TEXT,  -- the state message_counts counts it under; NULL: not yet
     lease_owner       TEXT,  -- SCALE-1: the process that marked it SENDING (store/owner.py)
+    message_type      TEXT,  -- IYS-1: commercial or transactional; NULL: not stated
+    -- IYS-4 (country TR): the account, number, sender header, day in Europe/Istanbul and
+    -- text, hashed (appliance/sending/duplicates.py); NULL: not guarded.
+    dup_key           TEXT,
     UNIQUE (account_id, idempotency_key),
     UNIQUE (campaign_id, msisdn)
 );
@@ -215,6 +220,10 @@ CREATE INDEX messages_open ON messages (state, submitted_at, created_at, account
 -- state changed since they were counted (see message_counts below).
 CREATE INDEX messages_uncounted ON messages (created_at, account_id, state, counted_state)
     WHERE counted_state IS DISTINCT FROM state;
+-- IYS-4: one live message per key; one that ended REJECTED, FAILED or CANCELLED leaves the
+-- index, so it blocks nothing.
+CREATE UNIQUE INDEX messages_duplicate_today ON messages (dup_key)
+    WHERE dup_key IS NOT NULL AND state NOT IN ('REJECTED', 'FAILED', 'CANCELLED');
 
 -- MSG-3/4: one row per part the provider reports on separately (Vonage: one per SMS
 -- part, each with its own id; Twilio, Infobip: one, their id covers every part). Written
@@ -327,6 +336,35 @@ CREATE TABLE suppressions (
     inbound_id   INTEGER,  -- inbound_messages.id when a STOP keyword added it
     created_at   INTEGER NOT NULL,
     UNIQUE (account_id, msisdn)
+);
+
+-- IYS-2: a number's consent to commercial messages, per account. `consents` holds the
+-- record in force (the latest by consented_at; on a tie RET wins); `consent_history`
+-- every record received, once. received_at: when the record in force arrived;
+-- last_commercial_at: when the last commercial message to the number was marked SENDING.
+CREATE TABLE consents (
+    id                  INTEGER PRIMARY KEY,
+    account_id          INTEGER NOT NULL REFERENCES accounts(id),
+    msisdn              TEXT    NOT NULL,  -- E.164, normalised as imports are
+    status              TEXT    NOT NULL,  -- ONAY RET
+    recipient_type      TEXT    NOT NULL,  -- BIREYSEL TACIR
+    source              TEXT    NOT NULL DEFAULT '',
+    consented_at        INTEGER NOT NULL,
+    received_at         INTEGER NOT NULL,
+    last_commercial_at  INTEGER,
+    UNIQUE (account_id, msisdn)
+);
+CREATE INDEX consents_status ON consents (account_id, status, id);
+CREATE TABLE consent_history (
+    id              INTEGER PRIMARY KEY,
+    account_id      INTEGER NOT NULL REFERENCES accounts(id),
+    msisdn          TEXT    NOT NULL,
+    status          TEXT    NOT NULL,
+    recipient_type  TEXT    NOT NULL,
+    source          TEXT    NOT NULL DEFAULT '',
+    consented_at    INTEGER NOT NULL,
+    received_at     INTEGER NOT NULL,
+    UNIQUE (account_id, msisdn, consented_at, status, recipient_type, source)
 );
 
 -- OPS-4: every authenticated inbound (MO) request, as received, before interpretation

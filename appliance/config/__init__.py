@@ -19,6 +19,7 @@ from .options import Option, OptionValue, read_option, read_options
 from .sections import (
     AlertSettings,
     BackupSettings,
+    ComplianceSettings,
     HttpSettings,
     ImportSettings,
     OptoutSettings,
@@ -37,6 +38,7 @@ __all__ = [
     "SHARED_PROVIDER_SETTINGS",
     "AlertSettings",
     "BackupSettings",
+    "ComplianceSettings",
     "ConfigError",
     "HttpSettings",
     "ImportSettings",

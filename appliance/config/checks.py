@@ -7,13 +7,17 @@ status webhook's pair of url and secret.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from appliance.message_text.words import keyword_problem
 
 from .database_url import database_url_problem, mask_database_url
 from .errors import ConfigError
-from .sections import WebhookSettings
+from .sections import ComplianceSettings, WebhookSettings
 from .settings import Settings
 
 # A concatenated SMS numbers its parts in one octet.
@@ -51,6 +55,7 @@ def validate(s: Settings) -> None:
         if url and not url.startswith(("http://", "https://")):
             raise ConfigError(f"{where}: {url!r} is not an http:// or https:// URL")
     _validate_webhooks(s.webhooks)
+    _validate_compliance(s.compliance)
     if s.database_url:
         problem = database_url_problem(s.database_url)
         if problem:
@@ -97,6 +102,36 @@ def _validate_webhooks(w: WebhookSettings) -> None:
     if not 1 <= w.concurrency <= MAX_WEBHOOK_CONCURRENCY:
         raise ConfigError(f"[webhooks] concurrency: must be between 1 and"
                           f" {MAX_WEBHOOK_CONCURRENCY}, got {w.concurrency}")
+
+
+_HH_MM = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+
+
+def _window_problem(window: Any) -> str | None:
+    if not isinstance(window, Mapping) or set(window) != {"from", "to", "tz"}:
+        return "must be a table {from = \"HH:MM\", to = \"HH:MM\", tz = \"Area/City\"}"
+    for key in ("from", "to"):
+        if not isinstance(window[key], str) or not _HH_MM.match(window[key]):
+            return f"{key} must be a time of day as HH:MM, got {window[key]!r}"
+    if window["from"] == window["to"]:
+        return "from and to are the same time: the window would be empty"
+    try:
+        ZoneInfo(str(window["tz"]))
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"tz {window['tz']!r} is not a time zone we know"
+    return None
+
+
+def _validate_compliance(c: ComplianceSettings) -> None:
+    for name in ("optout_pattern", "identity_pattern"):
+        try:
+            re.compile(getattr(c, name))
+        except re.error as exc:
+            raise ConfigError(f"[compliance] {name}: not a regular expression ({exc})"
+                              ) from None
+    problem = _window_problem(c.commercial_window)
+    if problem:
+        raise ConfigError(f"[compliance] commercial_window: {problem}")
 
 
 def ensure_data_dir(s: Settings) -> None:

@@ -6,7 +6,9 @@ type a value must have (:mod:`appliance.config.values`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
 
 
 @dataclass(frozen=True)
@@ -96,3 +98,30 @@ class StorageSettings:
     """Free space kept for the small writes that must not fail (EDGE-4)."""
 
     min_free_bytes: int = 256 * 1024 * 1024
+
+
+# IYS-3: what a commercial text must hold (Law 6563 art. 6, its regulation art. 8-9): how
+# to refuse for free ("RET yazıp ... gönderin") and who sends it (the trade name or the
+# MERSİS number). Case-insensitive; Python's matching takes MERSİS, MERSIS and mersis alike.
+DEFAULT_OPTOUT_PATTERN: Final = r"(?i)\bRET\b"
+DEFAULT_IDENTITY_PATTERN: Final = r"(?i)\bmersis\b"
+DEFAULT_COMMERCIAL_WINDOW: Final = {"from": "08:00", "to": "21:00", "tz": "Europe/Istanbul"}
+
+
+@dataclass(frozen=True)
+class ComplianceSettings:
+    """Commercial messages (IYS-1..4), appliance-wide: with ``country = "TR"`` every send
+    and campaign says its ``type``, a commercial one needs consent, its text the two
+    patterns, and the same text is not sent twice a day (``docs/sending.md``)."""
+
+    country: str = ""  # "TR": the İYS rules; "": none
+    iys_brand_code: str = ""  # the brand's İYS code, for the providers that take it
+    optout_pattern: str = DEFAULT_OPTOUT_PATTERN
+    identity_pattern: str = DEFAULT_IDENTITY_PATTERN
+    # A commercial campaign without a window of its own sends only in this one.
+    commercial_window: Mapping[str, str] = field(
+        default_factory=lambda: dict(DEFAULT_COMMERCIAL_WINDOW))
+
+    @property
+    def turkey(self) -> bool:
+        return self.country == "TR"

@@ -17,6 +17,7 @@ from .errors import ConfigError
 from .sections import (
     AlertSettings,
     BackupSettings,
+    ComplianceSettings,
     HttpSettings,
     ImportSettings,
     OptoutSettings,
@@ -135,6 +136,7 @@ class Settings:
     storage: StorageSettings = field(default_factory=StorageSettings)
     optout: OptoutSettings = field(default_factory=OptoutSettings)
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    compliance: ComplianceSettings = field(default_factory=ComplianceSettings)
     providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
 
     @property
@@ -181,6 +183,7 @@ SECTIONS: dict[str, type] = {
     "storage": StorageSettings,
     "optout": OptoutSettings,
     "webhooks": WebhookSettings,
+    "compliance": ComplianceSettings,
 }
 """Each section as the file names it, and its settings' shape."""
 

@@ -21,6 +21,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "synchronous": ("FULL", "NORMAL"),
     "log_format": ("auto", "json", "text"),
     "log_level": ("debug", "info", "warning", "error"),
+    "country": ("", "TR"),
 }
 
 RANGES: dict[str, tuple[float, float]] = {

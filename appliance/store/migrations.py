@@ -328,6 +328,58 @@ def add_pulls(conn: apsw.Connection) -> None:
             conn.execute(statement)
 
 
+_CONSENTS: Final = """
+-- IYS-2: a number's consent to commercial messages, per account. `consents` holds the
+-- record in force (the latest by consented_at; on a tie RET wins); `consent_history`
+-- every record received, once. received_at: when the record in force arrived;
+-- last_commercial_at: when the last commercial message to the number was marked SENDING.
+CREATE TABLE consents (
+    id                  INTEGER PRIMARY KEY,
+    account_id          INTEGER NOT NULL REFERENCES accounts(id),
+    msisdn              TEXT    NOT NULL,  -- E.164, normalised as imports are
+    status              TEXT    NOT NULL,  -- ONAY RET
+    recipient_type      TEXT    NOT NULL,  -- BIREYSEL TACIR
+    source              TEXT    NOT NULL DEFAULT '',
+    consented_at        INTEGER NOT NULL,
+    received_at         INTEGER NOT NULL,
+    last_commercial_at  INTEGER,
+    UNIQUE (account_id, msisdn)
+);
+CREATE INDEX consents_status ON consents (account_id, status, id);
+CREATE TABLE consent_history (
+    id              INTEGER PRIMARY KEY,
+    account_id      INTEGER NOT NULL REFERENCES accounts(id),
+    msisdn          TEXT    NOT NULL,
+    status          TEXT    NOT NULL,
+    recipient_type  TEXT    NOT NULL,
+    source          TEXT    NOT NULL DEFAULT '',
+    consented_at    INTEGER NOT NULL,
+    received_at     INTEGER NOT NULL,
+    UNIQUE (account_id, msisdn, consented_at, status, recipient_type, source)
+);
+CREATE UNIQUE INDEX messages_duplicate_today ON messages (dup_key)
+    WHERE dup_key IS NOT NULL AND state NOT IN ('REJECTED', 'FAILED', 'CANCELLED');
+"""
+
+
+def add_consents(conn: apsw.Connection) -> None:
+    """Version 16 (IYS-1..4): whether a message or campaign is commercial, the key that
+    keeps the same text from going to a number twice a day through one sender header,
+    and the consents (the record in force and every record received). On PostgreSQL the
+    same tables in its DDL."""
+    sqlite = isinstance(conn, apsw.Connection)
+    text = "TEXT" if sqlite else 'TEXT COLLATE "C"'  # as postgresql_schema writes TEXT
+    conn.execute(f"ALTER TABLE messages ADD COLUMN message_type {text}")
+    conn.execute(f"ALTER TABLE messages ADD COLUMN dup_key {text}")
+    conn.execute(f"ALTER TABLE campaigns ADD COLUMN message_type {text}")
+    if sqlite:
+        conn.execute(_CONSENTS)
+        return
+    for statement in dialect.postgresql_schema(_CONSENTS).split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
@@ -343,4 +395,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     12: add_ucs2_parts,
     13: add_campaign_encodings,
     14: add_pulls,
+    16: add_consents,
 }

@@ -46,6 +46,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 def all_routes() -> list[BaseRoute]:
     from appliance.web import (
         api_campaigns,
+        api_consents,
         api_imports,
         api_messages,
         api_ops,
@@ -64,6 +65,7 @@ def all_routes() -> list[BaseRoute]:
     routes += api_messages.routes()
     routes += api_campaigns.routes()
     routes += api_optout.routes()
+    routes += api_consents.routes()
     routes += inbound.routes()
     routes += pages.routes()
     return routes

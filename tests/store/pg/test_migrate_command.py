@@ -48,6 +48,9 @@ def populate(tmp: Path, data_dir: Path) -> str:
                          == "DONE", 30, message="the import")
                 assert api.post("/api/suppressions", json={
                     "msisdn": "+905321000039", "reason": "asked"}).status_code in (200, 201)
+                assert api.post("/api/consents", json={  # a consent and its history
+                    "msisdn": "+905321000040", "status": "ONAY",
+                    "recipient_type": "BIREYSEL"}).status_code == 201
                 campaign = api.post("/api/campaigns", json={"list": "people", "body": "hi"})
                 assert campaign.status_code == 202, campaign.text
                 ref = send(api, "+905321009999", "a long one " * 20)  # parts
