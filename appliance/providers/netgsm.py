@@ -124,6 +124,8 @@ class NetgsmAdapter(NetgsmWire, StatusQuery, CreditQuery, InboundQuery):
     # One query names one bulk id and lists every number of it.
     status_batch_max: int = 1000
     status_per_minute: int = 10  # the reference: code 80 past 10 report queries a minute
+    # The reference: reports can be queried "son 3 aya kadar" (up to three months back).
+    answers_within_s: float | None = 90 * 86400.0
 
     def status_batch_key(self, target: PullTarget) -> str:
         return bulk_of(target.provider_msg_id) or f"ref:{target.ref}"

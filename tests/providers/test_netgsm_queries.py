@@ -329,3 +329,9 @@ def test_a_number_listed_twice_in_one_task_is_never_guessed(rig: Rig) -> None:
     twice = [*targets, PullTarget("REF009", f"{bulk}:905321234501", "+905321234501", NOW_MS)]
     _, answer = ask(rig, twice)
     assert answer.verdict("REF001") is answer.verdict("REF009") is PullVerdict.ERROR
+
+
+def test_reports_can_be_asked_for_up_to_three_months() -> None:
+    from tests.providers.netgsm_support import adapter
+
+    assert adapter().answers_within_s == 90 * 86400.0
