@@ -17,7 +17,7 @@ from tests.sending.support import message, send, wait_state
 TOKEN = "tok-7c2e"
 
 
-def config(path: Path, base_url: str, sender: str = "BASLIGIM") -> Path:
+def config(path: Path, base_url: str, sender: str = "BASLIGIM", extra: str = "") -> Path:
     path.write_text(f"""[providers.ng]
 kind = "netgsm"
 base_url = "{base_url}"
@@ -25,7 +25,7 @@ usercode = "8503001234"
 password = "api-pass-1"
 sender = "{sender}"
 callback_token = "{TOKEN}"
-""")
+{extra}""")
     return path
 
 
@@ -92,3 +92,23 @@ def test_config_check_masks_the_password_and_the_token(data_dir: Path, tmp_path:
     assert (shown["password"], shown["callback_token"], shown["usercode"]) == (
         "***", "***", "8503001234")
     assert "no callback_token" not in checked.stderr
+
+
+def test_netgsm_never_pushes_and_every_message_closes_by_asking(
+        data_dir: Path, tmp_path: Path) -> None:
+    fake = NetgsmFake(fates={"905321234501": ("11", "106")})
+    with RunningFake(fake) as running:
+        server = Server(data_dir, config=config(
+            tmp_path / "d.toml", running.base_url,
+            extra="pull_after_s = 1\npull_rate_per_s = 0.15\n")).start()
+        try:
+            key = create_account(data_dir)
+            with server.client(key) as api:
+                refs = [send(api, f"+90532123450{i}", f"Merhaba {i}") for i in range(3)]
+                done = [wait_state(api, ref, "DELIVERED", "REJECTED", timeout=90)
+                        for ref in refs]
+        finally:
+            server.stop()
+    assert [d["state"] for d in done] == ["DELIVERED", "REJECTED", "DELIVERED"]
+    assert "106 SMS refused, blacklist" in (done[1]["error"] or "")
+    assert fake.requests["report"] <= 3 * 2  # a few asks a message at most
