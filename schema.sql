@@ -21,7 +21,18 @@ CREATE TABLE api_keys (
     key_hash     TEXT    NOT NULL UNIQUE,
     prefix       TEXT    NOT NULL,
     created_at   INTEGER NOT NULL,
-    revoked_at   INTEGER
+    revoked_at   INTEGER,
+    rate_per_s   REAL,     -- requests a second that create messages or campaigns; NULL: no limit
+    daily_limit  INTEGER   -- messages a UTC day; NULL: no limit
+);
+
+-- Messages each key had accepted on each UTC day (day: days since 1970-01-01), counted
+-- in the unit that accepts them, for the keys with a daily_limit.
+CREATE TABLE key_daily_counts (
+    key_id    INTEGER NOT NULL REFERENCES api_keys(id),
+    day       INTEGER NOT NULL,
+    messages  INTEGER NOT NULL,
+    PRIMARY KEY (key_id, day)
 );
 
 -- Console sign-ins (scrypt hashes).

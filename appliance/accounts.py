@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from appliance.key_quotas import KeyQuota
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int
 
@@ -31,8 +32,12 @@ ELLIPSES = ("…", "...")  # how 'appliance key list' (or a copy of it) ends a p
 
 @dataclass(frozen=True)
 class Account:
+    """An account; ``quota``: the limits of the key a request came with (``None`` for
+    the console and the commands). The same account whatever the key."""
+
     id: int
     name: str
+    quota: KeyQuota | None = field(default=None, compare=False)
 
 
 class AccountExists(ValueError):
@@ -55,6 +60,8 @@ class ApiKey:
     prefix: str
     created_at: int
     revoked_at: int | None
+    rate_per_s: float | None = None
+    daily_limit: int | None = None
 
     @property
     def active(self) -> bool:
@@ -92,26 +99,34 @@ def create_account(conn: Connection, name: str, now_ms: int) -> tuple[Account, s
     return account, add_key(conn, account.id, now_ms)
 
 
-def add_key(conn: Connection, account_id: int, now_ms: int) -> str:
+def add_key(conn: Connection, account_id: int, now_ms: int, *,
+            rate_per_s: float | None = None, daily_limit: int | None = None) -> str:
+    """A new key of the account (a write unit), with its limits (``None``: none;
+    :mod:`appliance.key_quotas`); returns it in clear, the only time it is."""
     key = new_key()
     conn.execute(
-        "INSERT INTO api_keys (account_id, key_hash, prefix, created_at) VALUES (?, ?, ?, ?)",
-        (account_id, hash_key(key), key[:SHOWN_PREFIX], now_ms),
+        "INSERT INTO api_keys (account_id, key_hash, prefix, created_at, rate_per_s,"
+        " daily_limit) VALUES (?, ?, ?, ?, ?, ?)",
+        (account_id, hash_key(key), key[:SHOWN_PREFIX], now_ms, rate_per_s, daily_limit),
     )
     return key
 
 
 def account_for_key(conn: Connection, key: str) -> Account | None:
-    """The account a presented key belongs to, or None (a read unit)."""
+    """The account a presented key belongs to, with the key's limits, or None (a read
+    unit)."""
     wanted = hash_key(key)
     row = conn.execute(
-        "SELECT a.id, a.name, k.key_hash FROM api_keys k JOIN accounts a ON a.id = k.account_id"
+        "SELECT a.id, a.name, k.key_hash, k.id, k.rate_per_s, k.daily_limit"
+        " FROM api_keys k JOIN accounts a ON a.id = k.account_id"
         " WHERE k.key_hash = ? AND k.revoked_at IS NULL",
         (wanted,),
     ).fetchone()
     if row is None or not hmac.compare_digest(str(row[2]), wanted):
         return None
-    return Account(as_int(row[0]), str(row[1]))
+    quota = KeyQuota(as_int(row[3]), None if row[4] is None else float(row[4]),
+                     None if row[5] is None else as_int(row[5]))
+    return Account(as_int(row[0]), str(row[1]), quota)
 
 
 def find_account(conn: Connection, name: str) -> Account | None:
@@ -170,12 +185,15 @@ def account_for_user(conn: Connection, name: str | None, now_ms: int) -> Account
     return choose_account(conn)
 
 
-_KEY_COLUMNS = ("k.id, k.account_id, a.name, k.prefix, k.created_at, k.revoked_at"
+_KEY_COLUMNS = ("k.id, k.account_id, a.name, k.prefix, k.created_at, k.revoked_at,"
+                " k.rate_per_s, k.daily_limit"
                 " FROM api_keys k JOIN accounts a ON a.id = k.account_id")
 
 
 def _key(row: Any) -> ApiKey:
-    return ApiKey(int(row[0]), int(row[1]), str(row[2]), str(row[3]), int(row[4]), row[5])
+    return ApiKey(int(row[0]), int(row[1]), str(row[2]), str(row[3]), int(row[4]), row[5],
+                  None if row[6] is None else float(row[6]),
+                  None if row[7] is None else int(row[7]))
 
 
 def list_keys(conn: Connection, account_id: int) -> list[ApiKey]:

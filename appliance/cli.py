@@ -340,13 +340,22 @@ def _account_for(appliance: Any, account_name: str | None) -> Any:
 @data_dir_option
 @click.option("--account", "account_name", default=None,
               help="The account (default: the only account there is).")
-def key_create(data_dir: str | None, config_file: str | None, account_name: str | None) -> None:
-    """Make a new API key; prints it as the last line (it is shown only this once)."""
+@click.option("--rate-per-s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Requests a second that create messages or campaigns (per process).")
+@click.option("--daily-limit", type=click.IntRange(min=1), default=None,
+              help="Messages a UTC day, a campaign's included.")
+def key_create(data_dir: str | None, config_file: str | None, account_name: str | None,
+               rate_per_s: float | None, daily_limit: int | None) -> None:
+    """Make a new API key; prints it as the last line (it is shown only this once).
+
+    Past --rate-per-s or --daily-limit its requests are refused 429 with Retry-After;
+    without them the key is unlimited."""
     from appliance.accounts import SHOWN_PREFIX, add_key
 
     with OfflineAppliance(settings_from(data_dir, config_file)) as appliance:
         account = _account_for(appliance, account_name)
-        key = appliance.store.writer.call(lambda c: add_key(c, account.id, appliance.now_ms()))
+        key = appliance.store.writer.call(lambda c: add_key(
+            c, account.id, appliance.now_ms(), rate_per_s=rate_per_s, daily_limit=daily_limit))
     click.echo(f"new API key {key[:SHOWN_PREFIX]}… for account {account.name}; shown only once:",
                err=True)
     click.echo(key)
@@ -357,7 +366,7 @@ def key_create(data_dir: str | None, config_file: str | None, account_name: str 
 @click.option("--account", "account_name", default=None,
               help="The account (default: the only account there is).")
 def key_list(data_dir: str | None, config_file: str | None, account_name: str | None) -> None:
-    """List the account's keys: prefix, created, revoked."""
+    """List the account's keys: prefix, created, active or revoked, limits."""
     from appliance.accounts import list_keys
     from appliance.clock import iso
 
@@ -367,7 +376,9 @@ def key_list(data_dir: str | None, config_file: str | None, account_name: str | 
     click.echo(f"{'prefix':<12} {'created (UTC)':<20} state", err=True)
     for k in keys:
         state = "active" if k.active else f"revoked {iso(k.revoked_at)}"
-        click.echo(f"{k.prefix + '…':<12} {str(iso(k.created_at))[:19]:<20} {state}")
+        limits = "".join([f", {k.rate_per_s:g} a second" if k.rate_per_s else "",
+                          f", {k.daily_limit} a day" if k.daily_limit else ""])
+        click.echo(f"{k.prefix + '…':<12} {str(iso(k.created_at))[:19]:<20} {state}{limits}")
     if not keys:
         click.echo(f"account {account.name} has no keys", err=True)
 

@@ -3,7 +3,9 @@
 Reservation style: each caller takes a token at once (the balance may go negative)
 and sleeps until its token would have been there. Callers are served in arrival
 order and the long-run rate is exact; the burst allowance (``burst`` tokens, at
-least one) is what may go out back to back after a quiet spell.
+least one) is what may go out back to back after a quiet spell. An API key's rate
+(:mod:`appliance.key_quotas`) uses the same bucket the other way: :meth:`try_take`
+refuses rather than waits.
 """
 
 from __future__ import annotations
@@ -31,6 +33,17 @@ class TokenBucket:
         self._at = now
         self._tokens -= 1.0
         return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+    def try_take(self) -> float:
+        """Take one token when there is one whole (``0.0``); else take none and return
+        how many seconds until there is one (a refusal's ``Retry-After``)."""
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return 0.0
+        return (1.0 - self._tokens) / self.rate
 
     async def acquire(self) -> None:
         wait = self.reserve()

@@ -48,6 +48,15 @@ class TooLarge(Refused):
     """More than a limit takes (bytes, rows): split it and send it in parts."""
 
 
+class TooMany(Refused):
+    """Past a limit of the caller's (its key's rate or daily limit): again in
+    ``retry_after_s`` seconds."""
+
+    def __init__(self, error: str, message: str, retry_after_s: int, **extra: Any) -> None:
+        super().__init__(error, message, **extra)
+        self.retry_after_s = retry_after_s
+
+
 class Unavailable(Refused):
     """The appliance cannot take it now (its disk is nearly full): try again later."""
 

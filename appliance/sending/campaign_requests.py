@@ -9,6 +9,7 @@ checks of what was sent are :mod:`appliance.sending.checks`.
 
 from __future__ import annotations
 
+from appliance.key_quotas import KeyQuota, charge_messages
 from appliance.refusals import Conflict, Invalid, no_such
 from appliance.runtime import Runtime
 from appliance.scheduler import Wake
@@ -51,21 +52,28 @@ async def plan_campaign(runtime: Runtime, account_id: int, list_name: str, provi
 
 async def start_campaign(runtime: Runtime, new: NewCampaign, *, wake_expansion: Wake,
                          through_contact_id: int | None = None,
-                         expected_contacts: int | None = None) -> tuple[Campaign, bool]:
+                         expected_contacts: int | None = None,
+                         quota: KeyQuota | None = None) -> tuple[Campaign, bool]:
     """Write the campaign's row and wake its expansion; returns it and whether it is new.
 
     The campaign is the list up to ``through_contact_id`` (the contacts its dry run
     counted) or, with ``expected_contacts``, the list as a confirmation page stated it.
     The same key gives back the same campaign. Refused: ``idempotency_key_reused``,
     ``unknown_list`` and, with ``expected_contacts``, ``list_changed`` (with the
-    ``contacts`` the list holds now).
+    ``contacts`` the list holds now), and ``daily_limit`` when its messages would pass
+    ``quota``'s (charged whole in the same unit: :mod:`appliance.key_quotas`).
     """
     now = runtime.now_ms()
 
     def unit(c: Connection) -> tuple[Campaign, bool]:
         if expected_contacts is not None:
-            return create_confirmed_campaign(c, new, now, expected_contacts)
-        return create_campaign(c, new, now, through_contact_id)
+            made = create_confirmed_campaign(c, new, now, expected_contacts)
+        else:
+            made = create_campaign(c, new, now, through_contact_id)
+        if made[1]:
+            charge_messages(c, quota, made[0].total, now,
+                            f"this campaign's {made[0].total} messages")
+        return made
 
     try:
         campaign, created = await runtime.store.writer.run(unit)

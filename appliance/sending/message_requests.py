@@ -9,6 +9,7 @@ there is something to send, and says a refusal as a :class:`~appliance.refusals.
 
 from __future__ import annotations
 
+from appliance.key_quotas import KeyQuota, charge_messages
 from appliance.optout.suppressions import Suppressed
 from appliance.refusals import Conflict, Invalid, no_such
 from appliance.runtime import Runtime
@@ -34,19 +35,26 @@ def suppressed_refusal(exc: Suppressed) -> Conflict:
                     msisdn=entry.msisdn, reason=entry.reason, source=entry.source)
 
 
-async def queue_message(runtime: Runtime, new: NewMessage, *, wake_sender: Wake
-                        ) -> Accepted:
+async def queue_message(runtime: Runtime, new: NewMessage, *, wake_sender: Wake,
+                        quota: KeyQuota | None = None) -> Accepted:
     """Queue one checked message (``QUEUED``) under a new ref, and wake the sender.
 
     A repeat of an idempotent send gives back the first message (``created`` false,
-    the sender is not woken). Refused: ``idempotency_key_reused`` (the key was used for
-    another message) and ``suppressed`` (nothing was queued).
+    the sender is not woken, nothing counted). Refused: ``idempotency_key_reused`` (the
+    key was used for another message), ``suppressed`` (nothing was queued) and
+    ``daily_limit`` (``quota``'s, counted in the same unit: :mod:`appliance.key_quotas`).
     """
     now = runtime.now_ms()
     ref = new_ref(now)
+
+    def unit(c: Connection) -> Accepted:
+        accepted = insert_unless_suppressed(c, new, ref, now)
+        if accepted.created:
+            charge_messages(c, quota, 1, now)
+        return accepted
+
     try:
-        accepted = await runtime.store.writer.run(
-            lambda c: insert_unless_suppressed(c, new, ref, now))
+        accepted = await runtime.store.writer.run(unit)
     except IdempotencyConflict as exc:
         raise Invalid("idempotency_key_reused", str(exc)) from None
     except Suppressed as exc:

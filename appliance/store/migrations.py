@@ -380,6 +380,23 @@ def add_consents(conn: apsw.Connection) -> None:
             conn.execute(statement)
 
 
+def add_key_quotas(conn: apsw.Connection) -> None:
+    """Version 17 (TEAM-1): a key's rate and daily limit (NULL: none, as every key made
+    before has), and the messages each limited key had accepted on each UTC day."""
+    sqlite = isinstance(conn, apsw.Connection)
+    real, integer = ("REAL", "INTEGER") if sqlite else ("DOUBLE PRECISION", "BIGINT")
+    conn.execute(f"ALTER TABLE api_keys ADD COLUMN rate_per_s {real}")
+    conn.execute(f"ALTER TABLE api_keys ADD COLUMN daily_limit {integer}")
+    table = """
+CREATE TABLE key_daily_counts (
+    key_id    INTEGER NOT NULL REFERENCES api_keys(id),
+    day       INTEGER NOT NULL,
+    messages  INTEGER NOT NULL,
+    PRIMARY KEY (key_id, day)
+)"""
+    conn.execute(table if sqlite else dialect.postgresql_schema(table))
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
@@ -396,4 +413,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     13: add_campaign_encodings,
     14: add_pulls,
     16: add_consents,
+    17: add_key_quotas,
 }

@@ -58,6 +58,8 @@ async def create_campaign(request: Request) -> Response:
     dry = data.get("dry_run", False)
     if not isinstance(dry, bool):
         raise ApiError(422, "invalid_dry_run", "'dry_run' must be true or false")
+    if not dry:  # a dry run creates nothing: not counted against the key's rate
+        parts_of(request).key_rates.take(account.quota)
     provider = check_provider(settings, data.get("provider"))
     body = check_body(settings, data.get("body"), provider)
     check_template(body)
@@ -82,7 +84,8 @@ async def create_campaign(request: Request) -> Response:
     if reserve is not None:
         raise storage_full(reserve)
     campaign, _ = await start_campaign(appliance, new, through_contact_id=plan.last_contact_id,
-                                       wake_expansion=parts_of(request).campaigns.wake)
+                                       wake_expansion=parts_of(request).campaigns.wake,
+                                       quota=account.quota)
     return JSONResponse(campaign_accepted_json(campaign, plan, now), status_code=202)
 
 

@@ -48,6 +48,7 @@ def _ref(request: Request) -> str:
 
 async def send_message(request: Request) -> Response:
     account = await require_account(request)
+    parts_of(request).key_rates.take(account.quota)
     appliance = parts_of(request).runtime
     settings = appliance.settings
     data = await json_object(request, MAX_REQUEST_BYTES)
@@ -63,7 +64,8 @@ async def send_message(request: Request) -> Response:
         priority=check_priority(data.get("priority")),
         turkish=settings.provider(provider).turkish_to(msisdn),
     )
-    accepted = await queue_message(appliance, new, wake_sender=parts_of(request).sender.wake)
+    accepted = await queue_message(appliance, new, wake_sender=parts_of(request).sender.wake,
+                                   quota=account.quota)
     return JSONResponse(accepted_json(accepted, new.priority), status_code=202)
 
 

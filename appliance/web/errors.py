@@ -14,6 +14,7 @@ from appliance.refusals import (
     NotFound,
     Refused,
     TooLarge,
+    TooMany,
     Unavailable,
 )
 
@@ -21,7 +22,7 @@ STORAGE_RETRY_AFTER_S = 30
 # The status the API answers for each kind of refusal the use cases raise.
 REFUSAL_STATUS: dict[type[Refused], int] = {
     Malformed: 400, NotFound: 404, Conflict: 409, Gone: 410, TooLarge: 413, Invalid: 422,
-    Unavailable: 503,
+    TooMany: 429, Unavailable: 503,
 }
 
 
@@ -52,8 +53,9 @@ def refusal_status(exc: Refused) -> int:
 def api_error(exc: Refused) -> ApiError:
     """A use case's refusal as the API's JSON error: the same code, message and facts."""
     status = refusal_status(exc)
-    return ApiError(status, exc.error, exc.message, **exc.extra,
-                    retry_after=STORAGE_RETRY_AFTER_S if status == 503 else None)
+    retry_after = (exc.retry_after_s if isinstance(exc, TooMany)
+                   else STORAGE_RETRY_AFTER_S if status == 503 else None)
+    return ApiError(status, exc.error, exc.message, **exc.extra, retry_after=retry_after)
 
 
 def not_found(what: str) -> ApiError:

@@ -10,11 +10,12 @@ handler asks a part to do something (``webhooks.try_now()``), never sets its fie
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
 from appliance.imports.worker import ImportWorker
+from appliance.key_quotas import KeyRates
 from appliance.ops.observability.metrics import Metrics
 from appliance.providers.registry import Providers
 from appliance.reports.puller import Puller
@@ -46,6 +47,7 @@ class Parts:
     body_budget: BodyBudget
     sign_in_guard: SignInGuard
     puller: Puller  # asks providers about messages they have not reported (ROUTE-2)
+    key_rates: KeyRates = field(default_factory=KeyRates)  # this process's, per API key
 
 
 def parts_of(request: Request) -> Parts:
