@@ -66,8 +66,9 @@ def test_a_provider_that_pushes_half_has_the_other_half_pulled(tmp_path: Path) -
                        " sum(CASE WHEN outcome = 'APPLIED' THEN 1 ELSE 0 END)"
                        " FROM report_inbox GROUP BY ref, provider_msg_id, status")
         assert all(count == 1 and applied == 1 for _, _, _, count, applied in rows), rows
-        # The pushed half was final before its first ask was due: never asked.
-        assert all(sim_refs[ref]["pulls"] == 0 for ref in pushed), \
+        # The pushed half is final by its push, at most once asked about (a push slower
+        # than pull_after_s, on a busy host, meets the ask: still one fact, above).
+        assert all(sim_refs[ref]["pulls"] <= 1 for ref in pushed), \
             [(ref, sim_refs[ref]["pulls"]) for ref in pushed]
         assert states(r.data) == final
         wait_for(lambda: r.sim.stats()["pending_reports"] == 0, 30)
