@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from appliance.message_text.segments import Segmentation, segment
+from appliance.optout.consents import refuse_without_consent
 from appliance.optout.suppressions import refuse_if_suppressed
 from appliance.sending.campaigns import PRIORITY_HIGH
 from appliance.store.connection import Connection
@@ -30,6 +31,8 @@ class NewMessage:
     idempotency_key: str | None = None
     priority: int = PRIORITY_HIGH
     turkish: bool = False  # the provider sends the Turkish tables to this number (ENC-1)
+    message_type: str | None = None  # IYS-1: commercial or transactional
+    consent_required: bool = False  # IYS-2: a commercial message in Turkey
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,11 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
     conn.execute(
         "INSERT INTO messages (ref, account_id, provider, msisdn, body, idempotency_key,"
         " state, attempts, next_attempt_at, created_at, updated_at, encoding, parts,"
-        " ucs2_because, priority, ucs2_parts)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " ucs2_because, priority, ucs2_parts, message_type)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (ref, new.account_id, new.provider, new.msisdn, new.body, new.idempotency_key,
          now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because, new.priority,
-         seg.ucs2_parts),
+         seg.ucs2_parts, new.message_type),
     )
     return Accepted(ref, "QUEUED", True, seg.encoding, seg.count, seg.ucs2_because,
                     seg.ucs2_parts)
@@ -92,4 +95,6 @@ def insert_unless_suppressed(conn: Connection, new: NewMessage, ref: str,
     accepted = insert_message(conn, new, ref, now_ms)
     if accepted.created:
         refuse_if_suppressed(conn, new.account_id, new.msisdn)
+        if new.consent_required:
+            refuse_without_consent(conn, new.account_id, new.msisdn)
     return accepted

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from appliance.message_text.segments import Segmentation, segment
+from appliance.optout.consents import ALLOWED_SQL, NO_CONSENT
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.sending.campaigns import COLUMNS, PRIORITY_NORMAL, Campaign, campaign_of_row
 from appliance.store.changes import executemany_changes
@@ -39,7 +40,7 @@ def next_to_expand(conn: Connection) -> Campaign | None:
 
 def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str],
                  now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0,
-                 turkish_prefixes: Sequence[str] = ()) -> int:
+                 turkish_prefixes: Sequence[str] = (), consent_gate: bool = False) -> int:
     """Create the messages for the next ``chunk`` contacts (a write unit).
 
     Returns how many messages were created. The position moves only if it is still
@@ -48,8 +49,12 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     for its contact; one whose text needs more than ``max_parts`` parts (when given) is
     created ``REJECTED``, never sent. Messages are due at ``send_at`` at the earliest.
     """
+    # IYS-2: a commercial campaign in Turkey reaches only numbers with consent.
+    consented = (f"EXISTS (SELECT 1 FROM consents k WHERE k.account_id = s_account"
+                 f" AND k.msisdn = c.msisdn AND {ALLOWED_SQL})") if consent_gate else "1 = 1"
+    consented = consented.replace("s_account", str(int(campaign.account_id)))
     contacts: list[Any] = conn.execute(
-        "SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL FROM contacts c"
+        f"SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL, {consented} FROM contacts c"
         " LEFT JOIN suppressions s ON s.account_id = ? AND s.msisdn = c.msisdn"
         " WHERE c.list_id = ? AND c.id > ? AND c.id <= ? ORDER BY c.id LIMIT ?",
         (campaign.account_id, campaign.list_id, campaign.queued_through,
@@ -69,7 +74,7 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     due = max(now_ms, campaign.send_at or 0)
     segs: dict[tuple[str, bool], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
-    for _cid, msisdn, name, suppressed in contacts:
+    for _cid, msisdn, name, suppressed, consent in contacts:
         text = template.render(None if name is None else str(name))
         key = (text, any(str(msisdn).startswith(p) for p in turkish_prefixes))
         seg = segs.get(key)
@@ -78,16 +83,18 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
         # A suppressed contact's message is created CANCELLED (never sent), so the
         # campaign's counts add up to its total (OPS-4).
         state, error = ("CANCELLED", SUPPRESSED) if suppressed else ("QUEUED", None)
-        if not suppressed and max_parts and seg.count > max_parts:
+        if not suppressed and not consent:
+            state, error = "CANCELLED", NO_CONSENT
+        if state == "QUEUED" and max_parts and seg.count > max_parts:
             state, error = "REJECTED", (f"the personalised text needs {seg.count} parts,"
                                         f" more than the provider's max_parts ({max_parts})")
         rows.append((new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
                      text, state, error, due, now_ms, now_ms,
                      now_ms if state != "QUEUED" else None, seg.encoding, seg.count,
-                     seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts))
+                     seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts, campaign.message_type))
     return executemany_changes(
         conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
         " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
-        " encoding, parts, ucs2_because, priority, ucs2_parts)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " encoding, parts, ucs2_because, priority, ucs2_parts, message_type)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (campaign_id, msisdn) DO NOTHING", rows)

@@ -27,6 +27,7 @@ from appliance.sending.campaigns import (
     create_confirmed_campaign,
     get_campaign,
 )
+from appliance.sending.commercial import gated
 from appliance.sending.dry_run import DryRun, dry_run
 from appliance.sending.resolution import RESEND, resolve_campaign
 from appliance.sending.sender import Sender
@@ -37,7 +38,7 @@ CONTROLS = ("pause", "resume", "cancel")
 
 
 async def plan_campaign(runtime: Runtime, account_id: int, list_name: str, provider: str,
-                        body: str) -> DryRun:
+                        body: str, message_type: str | None = None) -> DryRun:
     """The dry run: what the campaign would send, after personalisation. Refused:
     ``unknown_list``. Parts are counted with the Turkish tables for the numbers the
     provider sends them to (ENC-1)."""
@@ -45,7 +46,8 @@ async def plan_campaign(runtime: Runtime, account_id: int, list_name: str, provi
     try:
         return await runtime.store.readers.run(
             lambda c: dry_run(c, account_id, list_name, provider, body,
-                              turkish_prefixes=prefixes))
+                              turkish_prefixes=prefixes,
+                              consent_gate=gated(runtime.settings, message_type)))
     except NoSuchList as exc:
         raise Invalid("unknown_list", str(exc)) from None
 

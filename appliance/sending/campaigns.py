@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appliance.message_text.segments import Segmentation, segment
+from appliance.optout.consents import NO_CONSENT
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.reports.states import FINAL_STATES
 from appliance.sending.personalise import Template, as_written, parse
@@ -79,6 +80,7 @@ class NewCampaign:
     send_at: int | None = None
     window: SendWindow | None = None
     planned_parts: int = 0
+    message_type: str | None = None  # IYS-1
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class Campaign:
     window_tz: str | None = None
     personalised: int = 0
     planned_parts: int = 0
+    message_type: str | None = None  # IYS-1: commercial or transactional
 
     @property
     def expanded(self) -> bool:
@@ -158,6 +161,7 @@ class Progress:
     now_ms: int = 0
     encodings: dict[str, int] = field(default_factory=dict)  # messages (not cancelled)
     ucs2_parts: int | None = None  # what they would take in UCS-2; None: not known
+    no_consent: int = 0  # CANCELLED: a commercial message to a number without consent
 
     @property
     def encoding(self) -> str:
@@ -208,7 +212,8 @@ class Progress:
 COLUMNS = (
     "c.id, c.account_id, c.list_id, l.name, c.provider, c.body, c.state, c.total,"
     " c.queued_through, c.last_contact_id, c.created_at, c.updated_at, c.send_at,"
-    " c.window_from, c.window_to, c.window_tz, c.personalised, c.planned_parts"
+    " c.window_from, c.window_to, c.window_tz, c.personalised, c.planned_parts,"
+    " c.message_type"
 )
 
 
@@ -253,11 +258,11 @@ def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
     conn.execute(
         "INSERT INTO campaigns (account_id, list_id, provider, body, idempotency_key, state,"
         " total, queued_through, last_contact_id, created_at, updated_at, send_at,"
-        " window_from, window_to, window_tz, personalised, planned_parts)"
-        " VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, 0, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+        " window_from, window_to, window_tz, personalised, planned_parts, message_type)"
+        " VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, 0, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
         (new.account_id, list_id, new.provider, new.body, new.idempotency_key, total, last_id,
          now_ms, now_ms, new.send_at, w.start if w else None, w.end if w else None,
-         w.tz if w else None, new.planned_parts),
+         w.tz if w else None, new.planned_parts, new.message_type),
     )
     campaign_id = conn.last_insert_rowid()
     got = get_campaign(conn, campaign_id)
@@ -313,17 +318,18 @@ def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> 
             ucs2_parts += int(r[5] or 0)
             ucs2_known = ucs2_known and int(r[6]) == int(r[1])
     rows: list[Any] = [(state, *m) for state, m in merged.items()]
-    suppressed: Any = conn.execute(
-        "SELECT count(*) FROM messages WHERE campaign_id = ? AND state = 'CANCELLED'"
-        " AND error = ?", (campaign.id, SUPPRESSED)).fetchone()
+    why: dict[str, int] = {str(r[0]): as_int(r[1]) for r in conn.execute(
+        "SELECT error, count(*) FROM messages WHERE campaign_id = ? AND state = 'CANCELLED'"
+        " AND error IN (?, ?) GROUP BY error", (campaign.id, SUPPRESSED, NO_CONSENT))}
     parts = sum(int(r[2] or 0) for r in rows if r[0] != "CANCELLED")
     if not campaign.expanded and campaign.state != CANCELLED:
         parts = max(parts, campaign.parts)  # not all created yet: the dry run's count
     most = max((int(r[3] or 0) for r in rows), default=0)
     if not campaign.expanded and campaign.state != CANCELLED:
         ucs2_parts = max(ucs2_parts, campaign.total * campaign.segmentation.ucs2_parts)
-    return Progress(campaign, {str(r[0]): int(r[1]) for r in rows}, int(suppressed[0]),
-                    parts, most, now_ms, encodings, ucs2_parts if ucs2_known else None)
+    return Progress(campaign, {str(r[0]): int(r[1]) for r in rows}, why.get(SUPPRESSED, 0),
+                    parts, most, now_ms, encodings, ucs2_parts if ucs2_known else None,
+                    why.get(NO_CONSENT, 0))
 
 
 def list_campaigns(conn: Connection, account_id: int, limit: int = 100,

@@ -18,6 +18,8 @@ from typing import Any
 
 from appliance.optout.suppressions import IS_SUPPRESSED_SQL, SUPPRESSED
 from appliance.sending.campaigns import PRIORITY_HIGH, PRIORITY_NORMAL, sendable_campaigns
+from appliance.sending.commercial import COMMERCIAL
+from appliance.sending.consent_gate import note_sent, refused_now
 from appliance.sending.steering import release_claimed_sql
 from appliance.sending.windows import SendWindow
 from appliance.store import dialect
@@ -254,7 +256,8 @@ def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
                    camp.window if camp is not None else None, str(r[9]))
 
 
-def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int) -> list[Claimed]:
+def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,
+                 consent_gate: bool = False) -> list[Claimed]:
     """Make reserved messages ``SENDING`` just before their bytes go (a write unit).
 
     Only messages still reserved and still ``QUEUED``/``RETRY`` are taken, and a campaign
@@ -266,6 +269,10 @@ def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int) -> list[
     out: list[Claimed] = []
     each = dialect.of(conn).by_rowid
     for chunk in in_chunks(list(by_id)):
+        if consent_gate:  # IYS-2: a RET committed before this unit stops the message
+            chunk = [i for i in chunk if i not in refused_now(conn, chunk, now_ms)]
+            if not chunk:
+                continue
         marks = ",".join("?" * len(chunk))
         rows: list[Any] = conn.execute(
             f"UPDATE messages{each} SET state = 'SENDING', attempts = attempts + 1,"
@@ -273,8 +280,11 @@ def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int) -> list[
             " AND claimed_at IS NOT NULL"
             " AND state IN ('QUEUED', 'RETRY') AND (campaign_id IS NULL OR EXISTS"
             " (SELECT 1 FROM campaigns c WHERE c.id = messages.campaign_id"
-            " AND c.state = 'RUNNING')) RETURNING id, attempts",
-            (OWNER, now_ms, *chunk)).fetchall()
+            " AND c.state = 'RUNNING')) RETURNING id, attempts, account_id, msisdn,"
+            " message_type", (OWNER, now_ms, *chunk)).fetchall()
+        if consent_gate:
+            note_sent(conn, [(int(r[2]), str(r[3])) for r in rows if r[4] == COMMERCIAL],
+                      now_ms)
         out += [replace(by_id[int(r[0])], attempts=int(r[1])) for r in rows]
     out.sort(key=lambda m: m.id)
     return out

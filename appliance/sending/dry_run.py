@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.message_text.segments import Segmentation, segment
+from appliance.optout.consents import ALLOWED_SQL, no_consent_count
 from appliance.optout.suppressions import suppressed_count
 from appliance.sending.campaigns import list_id_of
 from appliance.sending.personalise import Template, parse
@@ -36,6 +37,7 @@ class DryRun:
     last_contact_id: int = 0
     ucs2_parts: int = 0  # what the same messages would take in UCS-2 (ENC-1)
     turkish_messages: int = 0  # messages that go as GSM-7 Turkish
+    no_consent: int = 0  # IYS-2: left out of a commercial campaign for want of consent
 
     @property
     def encoding(self) -> str:
@@ -63,7 +65,7 @@ def turkish_sql(prefixes: Sequence[str]) -> tuple[str, tuple[str, ...]]:
 
 def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
             body: str, template: Template | None = None,
-            turkish_prefixes: Sequence[str] = ()) -> DryRun:
+            turkish_prefixes: Sequence[str] = (), consent_gate: bool = False) -> DryRun:
     """Count what a campaign to ``list_name`` would send (a read unit; writes nothing).
 
     ``messages`` are the contacts that would be sent to, ``suppressed`` those on the
@@ -79,18 +81,24 @@ def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
         (list_id,)).fetchone()
     contacts, last_id = int(row[0]), int(row[1])
     suppressed = suppressed_count(conn, account_id, list_id)
+    # A commercial campaign in Turkey: those without consent are left out (IYS-2).
+    no_consent = no_consent_count(conn, account_id, list_id) if consent_gate else 0
     static = segment(template.render(None))
     if not template.personalised and not turkish_prefixes:
-        sent = contacts - suppressed
+        sent = contacts - suppressed - no_consent
         return DryRun(list_name, provider, sent, sent * static.count, suppressed, static,
                       template.render(None), sent if static.encoding == "UCS-2" else 0,
-                      static.ucs2_because, False, contacts, last_id, sent * static.ucs2_parts)
+                      static.ucs2_because, False, contacts, last_id, sent * static.ucs2_parts,
+                      no_consent=no_consent)
+    consented = (f" AND EXISTS (SELECT 1 FROM consents k WHERE k.account_id = {int(account_id)}"
+                 f" AND k.msisdn = c.msisdn AND {ALLOWED_SQL})") if consent_gate else ""
     name_sql = "c.name" if template.personalised else "NULL"
     turkish, args = turkish_sql(turkish_prefixes)
     groups: list[Any] = conn.execute(
         f"SELECT {name_sql}, {turkish}, count(*) FROM contacts c WHERE c.list_id = ?"
         " AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = ?"
-        " AND s.msisdn = c.msisdn) GROUP BY 1, 2", (*args, list_id, account_id)).fetchall()
+        f" AND s.msisdn = c.msisdn){consented} GROUP BY 1, 2",
+        (*args, list_id, account_id)).fetchall()
     messages = parts = ucs2 = ucs2_parts = in_turkish = 0
     longest: Segmentation | None = None
     longest_text = template.render(None)
@@ -117,4 +125,4 @@ def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
             longest, longest_text = seg, text
     return DryRun(list_name, provider, messages, parts, suppressed, longest or static,
                   longest_text, ucs2, because, template.personalised, contacts, last_id,
-                  ucs2_parts, in_turkish)
+                  ucs2_parts, in_turkish, no_consent)

@@ -14,6 +14,7 @@ import logging
 from appliance.runtime import Runtime
 from appliance.scheduler import Wake
 from appliance.sending.campaign_messages import expand_chunk, next_to_expand
+from appliance.sending.commercial import gated
 from appliance.sending.refs import new_ref
 
 log = logging.getLogger("appliance.campaigns")
@@ -38,9 +39,10 @@ class CampaignExpander:
         provider = self.appliance.settings.providers.get(campaign.provider)
         max_parts = provider.max_parts if provider is not None else 0
         prefixes = provider.turkish_prefixes if provider is not None else ()
+        gate = gated(self.appliance.settings, campaign.message_type)
         created = await store.writer.run(
             lambda c: expand_chunk(c, campaign, lambda: new_ref(now), now, max_parts=max_parts,
-                                   turkish_prefixes=prefixes))
+                                   turkish_prefixes=prefixes, consent_gate=gate))
         self.created += created
         self.wake_sender()
         return 0

@@ -10,6 +10,7 @@ there is something to send, and says a refusal as a :class:`~appliance.refusals.
 from __future__ import annotations
 
 from appliance.key_quotas import KeyQuota, charge_messages
+from appliance.optout.consents import NoConsent
 from appliance.optout.suppressions import Suppressed
 from appliance.refusals import Conflict, Invalid, no_such
 from appliance.runtime import Runtime
@@ -59,6 +60,10 @@ async def queue_message(runtime: Runtime, new: NewMessage, *, wake_sender: Wake,
         raise Invalid("idempotency_key_reused", str(exc)) from None
     except Suppressed as exc:
         raise suppressed_refusal(exc) from None
+    except NoConsent as exc:
+        raise Conflict("no_consent", f"{exc}: a commercial message needs ONAY (İYS);"
+                       " nothing was queued", msisdn=exc.msisdn,
+                       consent=exc.found.status if exc.found else None) from None
     if accepted.created:
         wake_sender()
     return accepted

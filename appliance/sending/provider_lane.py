@@ -108,6 +108,7 @@ class Flusher:
                 reports_per_part=provider.reports_per_part)
 
         claimed = [m for m, _ in marks]
+        gate = appliance.settings.compliance.turkey
         try:
             if records:
                 waits.append(("record", asyncio.wrap_future(writer.submit(record_unit))))
@@ -116,7 +117,7 @@ class Flusher:
                     lambda c: release_claimed(c, releases)))))
             if marks:
                 waits.append(("mark", asyncio.wrap_future(writer.submit(
-                    lambda c: mark_sending(c, claimed, now)))))
+                    lambda c: mark_sending(c, claimed, now, consent_gate=gate)))))
         except Exception as exc:  # the writer is stopped
             log.error("the sender could not write: %s", exc)
             for _, fut in marks:

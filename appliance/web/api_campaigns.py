@@ -37,6 +37,7 @@ from appliance.sending.checks import (
     check_template,
     check_window,
 )
+from appliance.sending.commercial import check_content, check_type, default_window
 from appliance.sending.refs import new_ref
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, not_found, path_id, storage_full
@@ -65,8 +66,11 @@ async def create_campaign(request: Request) -> Response:
     check_template(body)
     now = appliance.now_ms()
     send_at = check_send_at(data.get("send_at"))
-    window = check_window(data.get("window"))
-    plan = await plan_campaign(appliance, account.id, list_name, provider, body)
+    message_type = check_type(settings, data.get("type"))
+    check_content(settings, message_type, body)
+    window = default_window(settings, message_type, check_window(data.get("window")))
+    plan = await plan_campaign(appliance, account.id, list_name, provider, body,
+                               message_type)
     if dry:
         return JSONResponse(dry_run_json(plan))
     check_longest(settings, plan, provider)
@@ -79,6 +83,7 @@ async def create_campaign(request: Request) -> Response:
         send_at=send_at,
         window=window,
         planned_parts=plan.parts,
+        message_type=message_type,
     )
     reserve = below_reserve(settings)
     if reserve is not None:

@@ -26,6 +26,7 @@ from appliance.sending.checks import (
     check_provider,
     check_to,
 )
+from appliance.sending.commercial import COMMERCIAL, check_content, check_type
 from appliance.sending.message_requests import queue_message, resolve_one
 from appliance.sending.messages import get_message, messages_for_msisdn, read_message
 from appliance.sending.refs import looks_like_ref
@@ -55,6 +56,7 @@ async def send_message(request: Request) -> Response:
     key = idempotency_key(request)
     msisdn = check_to(settings, data.get("to"))
     provider = check_provider(settings, data.get("provider"))
+    message_type = check_type(settings, data.get("type"))
     new = NewMessage(
         account_id=account.id,
         msisdn=msisdn,
@@ -63,7 +65,10 @@ async def send_message(request: Request) -> Response:
         idempotency_key=key,
         priority=check_priority(data.get("priority")),
         turkish=settings.provider(provider).turkish_to(msisdn),
+        message_type=message_type,
+        consent_required=message_type == COMMERCIAL and settings.compliance.turkey,
     )
+    check_content(settings, message_type, new.body)
     accepted = await queue_message(appliance, new, wake_sender=parts_of(request).sender.wake,
                                    quota=account.quota)
     return JSONResponse(accepted_json(accepted, new.priority), status_code=202)

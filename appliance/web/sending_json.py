@@ -113,6 +113,8 @@ def campaign_json(p: camp.Progress, per_s: float = 0.0) -> dict[str, Any]:
         "unsent": p.unsent,
         "counts": dict(sorted(p.counts.items())),
         "suppressed": p.suppressed,
+        "no_consent": p.no_consent,
+        "type": c.message_type,
         "finalised": p.finalised,
         "coverage_pct": _pct(p.finalised, c.total),
         "delivered_pct": _pct(p.counts.get("DELIVERED", 0), c.total),
@@ -135,7 +137,8 @@ def campaign_accepted_json(campaign: camp.Campaign, plan: DryRun,
     """The answer to a new campaign: its size as the dry run counted it, and its schedule."""
     window = campaign.window
     return {"campaignId": campaign.id, "total": campaign.total,
-            "parts": plan.parts, "encoding": plan.encoding,
+            "parts": plan.parts, "encoding": plan.encoding, "no_consent": plan.no_consent,
+            "type": campaign.message_type,
             "state": camp.SCHEDULED if campaign.send_at is not None
             and campaign.send_at > now_ms else camp.RUNNING,
             "send_at": iso(campaign.send_at),
@@ -157,6 +160,7 @@ def dry_run_json(d: DryRun) -> dict[str, Any]:
         "ucs2_because": d.ucs2_because,
         "ucs2_messages": d.ucs2_messages,
         "suppressed": d.suppressed,
+        "no_consent": d.no_consent,
         "personalised": d.personalised,
         "longest": {"parts": longest.count, "encoding": longest.encoding,
                     "ucs2_parts": longest.ucs2_parts,
