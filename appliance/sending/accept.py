@@ -13,6 +13,7 @@ from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.consents import refuse_without_consent
 from appliance.optout.suppressions import refuse_if_suppressed
 from appliance.sending.campaigns import PRIORITY_HIGH
+from appliance.sending.duplicates import DuplicateToday, live_keys
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int
 from appliance.store.singleton import one_at_a_time
@@ -33,6 +34,7 @@ class NewMessage:
     turkish: bool = False  # the provider sends the Turkish tables to this number (ENC-1)
     message_type: str | None = None  # IYS-1: commercial or transactional
     consent_required: bool = False  # IYS-2: a commercial message in Turkey
+    dup_key: str | None = None  # IYS-4: the same text to the number today (duplicates.py)
 
 
 @dataclass(frozen=True)
@@ -73,15 +75,20 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
                             None if row[7] is None else str(row[7]),
                             None if row[8] is None else int(row[8]))
     seg = seg or segment(new.body, new.turkish)
+    if new.dup_key is not None and live_keys(conn, [new.dup_key]):
+        raise DuplicateToday(new.msisdn)
     conn.execute(
         "INSERT INTO messages (ref, account_id, provider, msisdn, body, idempotency_key,"
         " state, attempts, next_attempt_at, created_at, updated_at, encoding, parts,"
-        " ucs2_because, priority, ucs2_parts, message_type)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " ucs2_because, priority, ucs2_parts, message_type, dup_key)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
         (ref, new.account_id, new.provider, new.msisdn, new.body, new.idempotency_key,
          now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because, new.priority,
-         seg.ucs2_parts, new.message_type),
+         seg.ucs2_parts, new.message_type, new.dup_key),
     )
+    if not conn.changes():  # another writer's message took the key meanwhile
+        raise DuplicateToday(new.msisdn)
     return Accepted(ref, "QUEUED", True, seg.encoding, seg.count, seg.ucs2_because,
                     seg.ucs2_parts)
 

@@ -18,6 +18,7 @@ from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.consents import ALLOWED_SQL, NO_CONSENT
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.sending.campaigns import COLUMNS, PRIORITY_NORMAL, Campaign, campaign_of_row
+from appliance.sending.duplicates import DUPLICATE_TODAY, dup_key, live_keys
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
 
@@ -40,7 +41,8 @@ def next_to_expand(conn: Connection) -> Campaign | None:
 
 def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str],
                  now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0,
-                 turkish_prefixes: Sequence[str] = (), consent_gate: bool = False) -> int:
+                 turkish_prefixes: Sequence[str] = (), consent_gate: bool = False,
+                 sender: str | None = None) -> int:
     """Create the messages for the next ``chunk`` contacts (a write unit).
 
     Returns how many messages were created. The position moves only if it is still
@@ -74,6 +76,7 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     due = max(now_ms, campaign.send_at or 0)
     segs: dict[tuple[str, bool], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
+    keys: list[str | None] = []
     for _cid, msisdn, name, suppressed, consent in contacts:
         text = template.render(None if name is None else str(name))
         key = (text, any(str(msisdn).startswith(p) for p in turkish_prefixes))
@@ -88,13 +91,24 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
         if state == "QUEUED" and max_parts and seg.count > max_parts:
             state, error = "REJECTED", (f"the personalised text needs {seg.count} parts,"
                                         f" more than the provider's max_parts ({max_parts})")
+        # IYS-4 (sender given: country TR): keyed, so a repeat today is found below.
+        keys.append(dup_key(campaign.account_id, str(msisdn), sender, due, text)
+                    if sender is not None and state == "QUEUED" else None)
         rows.append((new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
                      text, state, error, due, now_ms, now_ms,
                      now_ms if state != "QUEUED" else None, seg.encoding, seg.count,
                      seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts, campaign.message_type))
+    if sender is not None:
+        taken = live_keys(conn, (k for k in keys if k is not None))
+        for i, held in enumerate(keys):
+            if held in taken:  # created CANCELLED, counted: the campaign adds up
+                keys[i] = None
+                rows[i] = (*rows[i][:6], "CANCELLED", DUPLICATE_TODAY, *rows[i][8:11],
+                           now_ms, *rows[i][12:])
+    rows = [(*r, k) for r, k in zip(rows, keys, strict=True)]
     return executemany_changes(
         conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
         " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
-        " encoding, parts, ucs2_because, priority, ucs2_parts, message_type)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " encoding, parts, ucs2_because, priority, ucs2_parts, message_type, dup_key)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (campaign_id, msisdn) DO NOTHING", rows)

@@ -25,6 +25,7 @@ from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.consents import NO_CONSENT
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.reports.states import FINAL_STATES
+from appliance.sending.duplicates import DUPLICATE_TODAY
 from appliance.sending.personalise import Template, as_written, parse
 from appliance.sending.windows import SendWindow, window_of
 from appliance.store.connection import Connection
@@ -162,6 +163,7 @@ class Progress:
     encodings: dict[str, int] = field(default_factory=dict)  # messages (not cancelled)
     ucs2_parts: int | None = None  # what they would take in UCS-2; None: not known
     no_consent: int = 0  # CANCELLED: a commercial message to a number without consent
+    duplicate_today: int = 0  # CANCELLED: the same text went to the number today (IYS-4)
 
     @property
     def encoding(self) -> str:
@@ -320,7 +322,8 @@ def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> 
     rows: list[Any] = [(state, *m) for state, m in merged.items()]
     why: dict[str, int] = {str(r[0]): as_int(r[1]) for r in conn.execute(
         "SELECT error, count(*) FROM messages WHERE campaign_id = ? AND state = 'CANCELLED'"
-        " AND error IN (?, ?) GROUP BY error", (campaign.id, SUPPRESSED, NO_CONSENT))}
+        " AND error IN (?, ?, ?) GROUP BY error",
+        (campaign.id, SUPPRESSED, NO_CONSENT, DUPLICATE_TODAY))}
     parts = sum(int(r[2] or 0) for r in rows if r[0] != "CANCELLED")
     if not campaign.expanded and campaign.state != CANCELLED:
         parts = max(parts, campaign.parts)  # not all created yet: the dry run's count
@@ -329,7 +332,7 @@ def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> 
         ucs2_parts = max(ucs2_parts, campaign.total * campaign.segmentation.ucs2_parts)
     return Progress(campaign, {str(r[0]): int(r[1]) for r in rows}, why.get(SUPPRESSED, 0),
                     parts, most, now_ms, encodings, ucs2_parts if ucs2_known else None,
-                    why.get(NO_CONSENT, 0))
+                    why.get(NO_CONSENT, 0), why.get(DUPLICATE_TODAY, 0))
 
 
 def list_campaigns(conn: Connection, account_id: int, limit: int = 100,

@@ -40,9 +40,12 @@ class CampaignExpander:
         max_parts = provider.max_parts if provider is not None else 0
         prefixes = provider.turkish_prefixes if provider is not None else ()
         gate = gated(self.appliance.settings, campaign.message_type)
+        sender = (provider.sender if provider is not None else "") \
+            if self.appliance.settings.compliance.turkey else None
         created = await store.writer.run(
             lambda c: expand_chunk(c, campaign, lambda: new_ref(now), now, max_parts=max_parts,
-                                   turkish_prefixes=prefixes, consent_gate=gate))
+                                   turkish_prefixes=prefixes, consent_gate=gate,
+                                   sender=sender))
         self.created += created
         self.wake_sender()
         return 0

@@ -21,6 +21,7 @@ from appliance.sending.accept import (
     NewMessage,
     insert_unless_suppressed,
 )
+from appliance.sending.duplicates import DuplicateToday
 from appliance.sending.messages import get_message
 from appliance.sending.refs import new_ref
 from appliance.sending.resolution import NotUncertain, resolve_message
@@ -60,6 +61,9 @@ async def queue_message(runtime: Runtime, new: NewMessage, *, wake_sender: Wake,
         raise Invalid("idempotency_key_reused", str(exc)) from None
     except Suppressed as exc:
         raise suppressed_refusal(exc) from None
+    except DuplicateToday as exc:
+        raise Conflict("duplicate_today", f"{exc} already has this text through this"
+                       " sender today (Europe/Istanbul); nothing was queued") from None
     except NoConsent as exc:
         raise Conflict("no_consent", f"{exc}: a commercial message needs ONAY (İYS);"
                        " nothing was queued", msisdn=exc.msisdn,

@@ -27,6 +27,7 @@ from appliance.sending.checks import (
     check_to,
 )
 from appliance.sending.commercial import COMMERCIAL, check_content, check_type
+from appliance.sending.duplicates import dup_key
 from appliance.sending.message_requests import queue_message, resolve_one
 from appliance.sending.messages import get_message, messages_for_msisdn, read_message
 from appliance.sending.refs import looks_like_ref
@@ -67,6 +68,9 @@ async def send_message(request: Request) -> Response:
         turkish=settings.provider(provider).turkish_to(msisdn),
         message_type=message_type,
         consent_required=message_type == COMMERCIAL and settings.compliance.turkey,
+        dup_key=dup_key(account.id, msisdn, settings.provider(provider).sender,
+                        appliance.now_ms(), data["body"])
+        if settings.compliance.turkey else None,
     )
     check_content(settings, message_type, new.body)
     accepted = await queue_message(appliance, new, wake_sender=parts_of(request).sender.wake,

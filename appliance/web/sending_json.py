@@ -114,6 +114,7 @@ def campaign_json(p: camp.Progress, per_s: float = 0.0) -> dict[str, Any]:
         "counts": dict(sorted(p.counts.items())),
         "suppressed": p.suppressed,
         "no_consent": p.no_consent,
+        "duplicate_today": p.duplicate_today,
         "type": c.message_type,
         "finalised": p.finalised,
         "coverage_pct": _pct(p.finalised, c.total),
