@@ -125,14 +125,15 @@ def test_a_pull_racing_a_push_stores_one_fact(tmp_path: Path) -> None:
 
 
 def test_pulls_stop_at_the_cut_off_with_backoff_and_a_last_ask(tmp_path: Path) -> None:
-    # A 9 s delivery window: asks at 1 s, 4 s (x3) and 8.1 s (90% of the window, the
-    # last), then the cut-off closes it UNKNOWN; the simulator never learns the fate.
+    # An 18 s delivery window: asks at 1 s, 4 s (+3), 13 s (+9) and 16.2 s (90% of the
+    # window, the last), then the cut-off closes it UNKNOWN; the simulator never learns
+    # the fate.
     with rig(tmp_path, "--no-push", "--silent-rate", "1", pull_after_s=1,
-             sending="delivery_window_hours = 0.0025") as r:
+             sending="delivery_window_hours = 0.005") as r:
         ref = send_many(r.api, 1)[0]
-        m = wait_state(r.api, ref, "UNKNOWN", timeout=60)
-        assert m["pulls"] == 3
-        assert r.sim.ref(ref)["pulls"] == 3
+        m = wait_state(r.api, ref, "UNKNOWN", timeout=90)
+        assert m["pulls"] == 4
+        assert r.sim.ref(ref)["pulls"] == 4
         rows = db_rows(r.data, "SELECT next_at, last_outcome FROM message_pulls")
         assert rows == [(None, "pending")]
         assert all(h["source"] == "pull" for h in m["history"])  # none: pending is no state
