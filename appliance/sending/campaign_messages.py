@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from appliance.message_text.segments import Segmentation, segment
-from appliance.optout.consents import ALLOWED_SQL, NO_CONSENT
+from appliance.optout.consents import NO_CONSENT, consented_numbers
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.sending.campaigns import COLUMNS, PRIORITY_NORMAL, Campaign, campaign_of_row
 from appliance.sending.duplicates import DUPLICATE_TODAY, dup_key, live_keys
@@ -51,17 +51,16 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     for its contact; one whose text needs more than ``max_parts`` parts (when given) is
     created ``REJECTED``, never sent. Messages are due at ``send_at`` at the earliest.
     """
-    # IYS-2: a commercial campaign in Turkey reaches only numbers with consent.
-    consented = (f"EXISTS (SELECT 1 FROM consents k WHERE k.account_id = s_account"
-                 f" AND k.msisdn = c.msisdn AND {ALLOWED_SQL})") if consent_gate else "1 = 1"
-    consented = consented.replace("s_account", str(int(campaign.account_id)))
     contacts: list[Any] = conn.execute(
-        f"SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL, {consented} FROM contacts c"
+        "SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL FROM contacts c"
         " LEFT JOIN suppressions s ON s.account_id = ? AND s.msisdn = c.msisdn"
         " WHERE c.list_id = ? AND c.id > ? AND c.id <= ? ORDER BY c.id LIMIT ?",
         (campaign.account_id, campaign.list_id, campaign.queued_through,
          campaign.last_contact_id, chunk),
     ).fetchall()
+    # IYS-2: a commercial campaign in Turkey reaches only numbers with consent.
+    consented = consented_numbers(conn, campaign.account_id,
+                                  [str(r[1]) for r in contacts]) if consent_gate else None
     through = int(contacts[-1][0]) if contacts else campaign.last_contact_id
     if len(contacts) < chunk:
         through = campaign.last_contact_id
@@ -77,7 +76,8 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     segs: dict[tuple[str, bool], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
     keys: list[str | None] = []
-    for _cid, msisdn, name, suppressed, consent in contacts:
+    for _cid, msisdn, name, suppressed in contacts:
+        consent = consented is None or msisdn in consented
         text = template.render(None if name is None else str(name))
         key = (text, any(str(msisdn).startswith(p) for p in turkish_prefixes))
         seg = segs.get(key)
