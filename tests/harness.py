@@ -221,5 +221,24 @@ class Server:
                 self.proc.wait(10)
 
     def client(self, key: str | None = None, **kw: Any) -> httpx.Client:
+        """A client of the API whose every ``/api/*`` JSON answer is checked against
+        ``GET /api/openapi.json`` as it arrives (:func:`openapi_check`)."""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kw)
+        hooks = {"response": [openapi_check]}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30,
+                            event_hooks=hooks, **kw)
+
+
+def openapi_check(response: httpx.Response) -> None:
+    """Validate an ``/api/*`` JSON answer against the schema the OpenAPI description
+    gives its route, method and status (an undescribed refusal: ``Error``); raises
+    ``jsonschema.ValidationError`` when it does not fit."""
+    from tests.openapi_answers import check_answer
+
+    request = response.request
+    if not request.url.path.startswith("/api/"):
+        return
+    if not response.headers.get("content-type", "").startswith("application/json"):
+        return
+    response.read()
+    check_answer(request.method, request.url.path, response.status_code, response.json())

@@ -54,12 +54,14 @@ def all_routes() -> list[BaseRoute]:
         api_stats,
         callbacks,
         inbound,
+        openapi,
         pages,
     )
 
     # Callbacks first: the router tries routes in order, and reports are the busiest.
     routes: list[BaseRoute] = callbacks.routes()
     routes += api_ops.routes()
+    routes += openapi.routes()
     routes += api_imports.routes()
     routes += api_stats.routes()
     routes += api_messages.routes()
