@@ -87,8 +87,9 @@ CAMPAIGN = obj(("id", "state"), id=INT, campaignId=INT, state=STR, list=STR, pro
                coverage_pct=NUM, delivered_pct=NUM, messages_per_s=NUM, eta_s=ANY,
                eta_at=ANY, send_at=ANY, window=ANY, window_open=BOOL, finalised=ANY,
                counts=ANY, poll=STR)
+TYPE: Schema = {"type": "string", "examples": ["commercial", "transactional"]}
 CAMPAIGN_NEW = obj(("list", "body"), list=STR, body=STR, provider=STR, send_at=ANY,
-                   window=ANY, dry_run=BOOL, type=STR, validity_s=INT)
+                   window=ANY, dry_run=BOOL, type=TYPE, validity_s=INT)
 CAMPAIGN_ANSWER = {"anyOf": [
     obj(("campaignId",), campaignId=INT, total=INT, parts=ANY, state=STR, poll=STR),
     obj(("dry_run",), dry_run=BOOL, list=STR, provider=STR, messages=INT, parts=INT,
@@ -125,10 +126,11 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: STATS}),
     Operation("POST", "/api/messages", "Send one message", {202: SENT},
               obj(("to", "body"), to=STR, body=STR, provider=STR,
-                  priority={"enum": ["high", "normal"]}, type=STR, validity_s=INT),
+                  priority={"enum": ["high", "normal"]}, type=TYPE, validity_s=INT),
               errors=(401, 409, 422, 429, 503),
               refusal=refused("suppressed", "unsendable_body", "invalid_unicode",
                               "rate_limited", "daily_limit", "no_consent", "duplicate_today",
+                              "type_required", "commercial_content", missing=ANY,
                               msisdn=STR, reason=ANY, source=ANY, limit=ANY, parts=ANY,
                               used=ANY, requested=ANY, rate_per_s=ANY)),
     Operation("GET", "/api/messages", "The account's messages to a number",

@@ -69,8 +69,8 @@ def documented_rows() -> list[tuple[list[tuple[str, str]], set[str]]]:
                 routes.append((m, base))
         for tail in re.findall(r", `(/[a-z]+)`", route_cell):  # "/pause, /resume, /cancel"
             routes.append(("POST", routes[0][1].rsplit("/", 1)[0] + tail))
-        # "turkish": a provider setting's value the row mentions, no field of the API.
-        fields = set(re.findall(r'"([a-z_A-Z0-9]+)"', answer)) - {"error", "turkish"}
+        # Settings' values a row mentions ("turkish", country "TR"): no fields of the API.
+        fields = set(re.findall(r'"([a-z_A-Z0-9]+)"', answer)) - {"error", "turkish", "TR"}
         rows.append((routes, fields))
     return rows
 
