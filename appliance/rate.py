@@ -26,12 +26,13 @@ class TokenBucket:
         self._tokens = self.burst
         self._at = clock()
 
-    def reserve(self) -> float:
-        """Take one token; return how many seconds to wait before using it."""
+    def reserve(self, count: float = 1.0) -> float:
+        """Take ``count`` tokens (a batch of messages takes one each); return how many
+        seconds to wait before using them."""
         now = self._clock()
         self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
         self._at = now
-        self._tokens -= 1.0
+        self._tokens -= count
         return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
 
     def try_take(self) -> float:
@@ -45,7 +46,7 @@ class TokenBucket:
             return 0.0
         return (1.0 - self._tokens) / self.rate
 
-    async def acquire(self) -> None:
-        wait = self.reserve()
+    async def acquire(self, count: float = 1.0) -> None:
+        wait = self.reserve(count)
         if wait > 0:
             await asyncio.sleep(wait)

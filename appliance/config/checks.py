@@ -37,8 +37,9 @@ def validate(s: Settings) -> None:
         raise ConfigError(
             f"[sending] default_provider: no provider named {s.sending.default_provider!r}"
         )
-    if s.sending.submit_timeout_s <= 0:
-        raise ConfigError("[sending] submit_timeout_s: must be more than 0")
+    for name in ("submit_timeout_s", "blocked_retry_s", "credit_interval_s"):
+        if getattr(s.sending, name) <= 0:
+            raise ConfigError(f"[sending] {name}: must be more than 0")
     for p in s.providers.values():
         if p.base_url and not p.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"[providers.{p.name}] base_url: {p.base_url!r} is not an"
@@ -47,6 +48,12 @@ def validate(s: Settings) -> None:
             raise ConfigError(f"[providers.{p.name}] max_parts: must be between 1 and"
                               f" {MAX_PARTS_LIMIT} (a concatenated SMS has at most"
                               f" {MAX_PARTS_LIMIT} parts), got {p.max_parts}")
+        if p.requests_per_s < 0:
+            raise ConfigError(f"[providers.{p.name}] requests_per_s: must be 0 (the kind's"
+                              f" published limit) or more, got {p.requests_per_s:g}")
+        if p.batch_max < 1:
+            raise ConfigError(f"[providers.{p.name}] batch_max: must be at least 1,"
+                              f" got {p.batch_max}")
     if s.data_dir.exists() and not s.data_dir.is_dir():
         raise ConfigError(f"data_dir: {s.data_dir} exists and is not a directory")
     urls = (("public_url", s.public_url), ("[alerts] webhook_url", s.alerts.webhook_url),

@@ -30,6 +30,11 @@ class SendingSettings:
     max_attempts: int = 8
     max_body_chars: int = 1600
     default_provider: str = ""
+    # A provider that refuses every message until its operator acts (no credit, a
+    # header not registered): its lane holds and tries again this often (at most).
+    blocked_retry_s: float = 60.0
+    # How often the providers whose API tells it are asked for their credit.
+    credit_interval_s: float = 300.0
 
 
 @dataclass(frozen=True)

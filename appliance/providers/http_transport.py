@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -46,6 +46,7 @@ from appliance.outgoing_http import USER_AGENT
 from appliance.rate import TokenBucket
 
 from .base import Outcome, OutgoingMessage, SubmitResult, Transport, WireFormat, short
+from .batch import batch_wire_of
 
 # Made by the client itself from the URL and the body.
 _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
@@ -140,13 +141,23 @@ def outcome_of_error(exc: Exception, connected: bool) -> Outcome:
 
 
 class HttpTransport(Transport):
-    """Submissions of one HTTP provider over its own pool of keep-alive connections."""
+    """Submissions of one HTTP provider over its own pool of keep-alive connections.
 
-    def __init__(self, wire: WireFormat, settings: ProviderSettings, timeout_s: float) -> None:
+    Two rates bound it: ``rate_per_s`` messages a second (a batch takes one token a
+    message) and ``requests_per_s`` requests a second, sends, pulls and credit queries
+    together (the provider's published limit; 0: none)."""
+
+    def __init__(self, wire: WireFormat, settings: ProviderSettings, timeout_s: float,
+                 requests_per_s: float = 0.0) -> None:
         self.wire = wire
         self.timeout_s = timeout_s
         self.concurrency = max(1, settings.concurrency)
         self.bucket = TokenBucket(settings.rate_per_s) if settings.rate_per_s > 0 else None
+        self.requests_per_s = requests_per_s
+        self.requests = TokenBucket(requests_per_s, burst=1.0) if requests_per_s > 0 else None
+        self.requests_made = 0
+        self.batch = batch_wire_of(wire)
+        self.batch_max = max(1, settings.batch_max) if self.batch is not None else 1
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}
@@ -186,15 +197,34 @@ class HttpTransport(Transport):
             self._proxies[key] = None if bypass else urllib.request.getproxies().get(url.scheme)
         return self._proxies[key]
 
-    async def reserve(self) -> None:
+    async def reserve(self, count: int = 1) -> None:
+        """Wait for ``count`` messages' tokens and one request's: the next submission
+        (one message, or a batch of ``count``) then goes at once."""
+        if self.bucket is None and self.requests is None:
+            return
         if self.bucket is not None:
-            await self.bucket.acquire()
-            self._reserved += 1
+            await self.bucket.acquire(count)
+        if self.requests is not None:
+            await self.requests.acquire()
+        self._reserved += 1
 
-    async def submit(self, msg: OutgoingMessage) -> Outcome:
-        paid = self._reserved > 0  # a token reserve() took for this submission
+    def _paid(self) -> bool:
+        """Whether reserve() took this submission's tokens (else it takes them itself)."""
+        paid = self._reserved > 0
         if paid:
             self._reserved -= 1
+        return paid
+
+    async def _pace(self, paid: bool, count: int) -> None:
+        if paid:
+            return
+        if self.bucket is not None:
+            await self.bucket.acquire(count)
+        if self.requests is not None:
+            await self.requests.acquire()
+
+    async def submit(self, msg: OutgoingMessage) -> Outcome:
+        paid = self._paid()
         if msg.skip_parts:
             # One request carries the whole text: some parts cannot be sent alone, and
             # sending all would repeat the ones the provider has.
@@ -212,8 +242,8 @@ class HttpTransport(Transport):
         async with slots:
             self.in_flight += 1
             try:
-                if not paid and self.bucket is not None:
-                    await self.bucket.acquire()
+                await self._pace(paid, 1)
+                self.requests_made += 1
                 exchange = _Exchange()
                 try:
                     response = await self._send(session, request, headers, body, exchange)
@@ -226,15 +256,54 @@ class HttpTransport(Transport):
         except Exception as exc:  # the provider answered something: it may have it
             return Outcome(SubmitResult.UNCERTAIN, error=short(f"unreadable answer: {exc}"))
 
+    async def submit_batch(self, msgs: Sequence[OutgoingMessage]) -> list[Outcome]:
+        """Submit ``msgs`` (one text, at most ``batch_max``) in one request; one outcome
+        per message, in order. Never raises: a request that never left is ``RETRY`` for
+        every message, one that may have reached the provider and got no readable answer
+        ``UNCERTAIN`` for every message (the exposure of a batch: ``batch_max``)."""
+        paid = self._paid()
+        if self.batch is None or len(msgs) == 1:
+            if paid:
+                self._reserved += 1
+            return [await self.submit(m) for m in msgs]
+        wire = self.batch
+        try:
+            request = wire.build_batch_request(msgs)
+            body = request.read()
+            headers = [(k, v) for k, v in request.headers.multi_items()
+                       if k.lower() not in _OWN_HEADERS]
+        except Exception as exc:  # nothing went out: safe to try again later
+            error = short(f"cannot build request: {exc}")
+            return [Outcome(SubmitResult.RETRY, error=error) for _ in msgs]
+        session, slots = self._client()
+        async with slots:
+            self.in_flight += 1
+            try:
+                await self._pace(paid, len(msgs))
+                self.requests_made += 1
+                exchange = _Exchange()
+                try:
+                    response = await self._send(session, request, headers, body, exchange)
+                except Exception as exc:
+                    outcome = outcome_of_error(exc, exchange.connected)
+                    return [outcome for _ in msgs]
+            finally:
+                self.in_flight -= 1
+        return wire.interpret_batch_response(msgs, response)
+
     async def exchange(self, request: httpx.Request) -> httpx.Response:
-        """A status query (ROUTE-2) over the same pool of connections as submissions,
-        bounded by the same timeouts; not paced here (the puller paces its requests by
+        """One request that is not a submission (a status pull, ROUTE-2; a credit query)
+        over the same pool of connections as submissions, bounded by the same timeouts
+        and out of the same ``requests_per_s`` (the puller also paces its own by
         ``pull_rate_per_s``). Raises on a timeout or a failed connection."""
         body = request.read()
         headers = [(k, v) for k, v in request.headers.multi_items()
                    if k.lower() not in _OWN_HEADERS]
         session, slots = self._client()
         async with slots:
+            if self.requests is not None:
+                await self.requests.acquire()
+            self.requests_made += 1
             return await self._send(session, request, headers, body, _Exchange())
 
     async def _send(self, session: aiohttp.ClientSession, request: httpx.Request,

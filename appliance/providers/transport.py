@@ -11,7 +11,7 @@ protocol it speaks.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,12 @@ class Transport(ABC):
     async def submit(self, msg: OutgoingMessage) -> Outcome:
         """Submit one message; pace it by the provider's rate (using a token taken by
         :meth:`reserve` if there is one)."""
+
+    async def submit_batch(self, msgs: Sequence[OutgoingMessage]) -> list[Outcome]:
+        """Submit messages of one text in one request where the kind takes many
+        (:mod:`appliance.providers.batch`); one outcome per message, in order. By
+        default one :meth:`submit` each."""
+        return [await self.submit(m) for m in msgs]
 
     @abstractmethod
     async def close(self) -> None:
