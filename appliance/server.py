@@ -46,7 +46,7 @@ from appliance.providers.registry import Providers
 from appliance.reports import loops as report_loops
 from appliance.reports import puller
 from appliance.runtime import Runtime
-from appliance.sending import expansion, orphans, sender
+from appliance.sending import credit, expansion, orphans, sender
 from appliance.smpp import lifecycle as smpp_sessions
 from appliance.start_warnings import start_warnings
 from appliance.store.lock import DataDirLock, DataDirLocked
@@ -140,7 +140,7 @@ def assemble(runtime: Runtime, intake: socket.socket | None = None,
     report_loops.install(runtime, providers)
     pulls = puller.install(runtime, providers)
     retention.install(runtime)
-    sending = sender.install(runtime, providers)
+    sending = sender.install(runtime, providers, credit.install(runtime, providers))
     campaigns = expansion.install(runtime, sending.wake)
     orphans.install(runtime, providers)
     sessions = smpp_sessions.install(runtime, providers)

@@ -6,6 +6,10 @@ table leaves a setting empty: the simulator's address, demo credentials, and a s
 signature secret, so delivery receipts are signed (and checked) out of the box exactly
 as a real signed Vonage account would sign them.
 
+Beyond Vonage: status 9 (no credit) and 15 (a sender not registered) answered for every
+part hold the provider's lane instead of retrying or rejecting the message
+(:data:`BLOCKING_STATUS`), and the balance is asked as Vonage's ``get-balance``.
+
 The webhook timestamp skew check is off by default (``max_skew_s = 0``): the simulator
 may run against a test clock moved by hours, and a local demo has nothing to replay.
 
@@ -30,7 +34,9 @@ from appliance.states import REPORTED_FINAL_STATES
 
 from .base import OutgoingMessage
 from .callbacks import CallbackRequest, ParsedReport, report
+from .credit import CreditQuery
 from .http_kind import http_kind
+from .outcome import Outcome, blocked
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 from .vonage import DLR_STATES, VonageAdapter, VonageInbound, dlr_error_code, dlr_time_ms
 from .wire_text import load_json
@@ -56,13 +62,48 @@ def with_simulator_defaults(settings: ProviderSettings) -> ProviderSettings:
     )
 
 
-class SimulatorAdapter(VonageAdapter, StatusQuery):
-    """The Vonage adapter, pointed at the local simulator, signing on by default; and
-    the simulator's status query."""
+# The simulator's answers that refuse every message until its operator acts, as the
+# aggregators' kinds map theirs (the vonage kind keeps its own mapping: 9 is RETRY).
+BLOCKING_STATUS = {"9": "no_credit", "15": "sender_not_registered"}
+BALANCE_PATH = "/account/get-balance"
+
+
+class SimulatorAdapter(VonageAdapter, StatusQuery, CreditQuery):
+    """The Vonage adapter, pointed at the local simulator, signing on by default; the
+    simulator's status query, and its balance query, Vonage's ``GET
+    /account/get-balance`` (``{"value": ...}``)."""
 
     kind = "simulator"
     CALLBACK_MAX_CHARS: ClassVar[int | None] = None  # Vonage's limit, not the simulator's
     status_batch_max = 100  # GET /sms/status takes up to 100 refs
+
+    def interpret_response(self, response: httpx.Response) -> Outcome:
+        """Vonage's reading, except that a status that refuses every message (status 9,
+        Partner Quota Violation: no credit; 15, Invalid Sender Address: the header is not
+        registered) in every entry holds the lane (:func:`blocked`)."""
+        if 200 <= response.status_code < 300:
+            try:
+                entries = load_json(response.content)["messages"]
+                codes = {str(e["status"]).strip() for e in entries}
+            except (ValueError, KeyError, TypeError):
+                codes = set()
+            if len(codes) == 1 and (code := codes.pop()) in BLOCKING_STATUS:
+                text = entries[0].get("error-text") if isinstance(entries[0], dict) else None
+                return blocked(BLOCKING_STATUS[code],
+                               f"simulator status {code}{f': {text}' if text else ''}")
+        return super().interpret_response(response)
+
+    def build_credit_request(self) -> httpx.Request:
+        return httpx.Request("GET", self.endpoint(BALANCE_PATH),
+                             params={"api_key": self.option_str("api_key"),
+                                     "api_secret": self.option_str("api_secret")},
+                             headers={"Accept": "application/json"})
+
+    def _read_credit(self, body: bytes, content_type: str) -> float:
+        value = load_json(body)["value"]
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ValueError("value is not a number")
+        return float(value)
 
     def __init__(
         self, settings: ProviderSettings, *, now_ms: Callable[[], int] | None = None,

@@ -7,6 +7,9 @@ that report only their own id, the id -> (ref, part) mapping), sets the message'
 state from its parts (:mod:`appliance.reports.aggregate`), and applies at once
 whatever reports wait in the inbox for those refs (DLR-6):
 
+* a refusal of every message until the provider's operator acts (``Outcome.blocked``)
+  gives the attempt back and the message returns to ``QUEUED`` (``RETRY`` after an
+  earlier attempt), due as it was: its provider's lane holds meanwhile;
 * a transient failure becomes ``RETRY`` with backoff, never a final state, until
   ``max_attempts`` attempts have failed (then ``REJECTED``); an unknown outcome
   becomes ``UNCERTAIN`` and is not sent again unless the provider drops repeats of
@@ -149,6 +152,13 @@ def _plan(batch: _Batch, provider: str, msg: Claimed, outcome: Outcome, now_ms: 
     if unreached:
         batch.given_back.append((msg.id,))
     out_of_tries = msg.attempts >= max_attempts and not unreached
+    if outcome.blocked is not None and unreached:
+        # The provider refuses every message until its operator acts: the message goes
+        # back where it was before this attempt (QUEUED on a first one), due as it was;
+        # its lane holds (appliance.sending.provider_holds).
+        back = "QUEUED" if msg.attempts <= 1 else "RETRY"
+        batch.messages.append((back, outcome.error, None, None, None, None, now_ms, msg.id))
+        return
     if not tried:  # nothing is known of any part: the message as a whole
         if result is SubmitResult.RETRY and not out_of_tries:
             again = now_ms + _wait_ms(msg, outcome.retry_after_s, rng)
@@ -234,7 +244,7 @@ def record_outcomes(
     groups: dict[str, list[tuple[Any, ...]]] = {}
     for row in batch.messages:
         state = row[0]
-        kind = ("retry" if state == "RETRY" else "uncertain" if state == "UNCERTAIN"
+        kind = ("retry" if state in ("RETRY", "QUEUED") else "uncertain" if state == "UNCERTAIN"
                 else "rejected" if state in FINAL_STATES else "submitted")
         groups.setdefault(kind, []).append(row)
     counts = {"submitted": 0, "retry": 0, "rejected": 0, "uncertain": 0}

@@ -4,7 +4,8 @@ The lane's queue takes high-priority messages first, then the campaigns and the 
 messages of normal priority in turn (OPS-1). Its :class:`Flusher` groups the workers'
 marks and outcomes into small write units that share one group commit. While the
 provider cannot be reached the lane is held, longer each time (never giving a message
-up for it).
+up for it); while it refuses every message until its operator acts, the lane holds
+until a retry finds it taking messages again (:mod:`appliance.sending.held_lanes`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from appliance.runtime import Runtime
 from appliance.sending.campaigns import PRIORITY_HIGH
 from appliance.sending.claims import Claimed, mark_sending, release_claimed
 from appliance.sending.outcomes import Recorded, record_outcomes
+from appliance.sending.provider_holds import Hold
 from appliance.sending.send_counters import SendCounters
 from appliance.store.connection import Connection
 
@@ -191,6 +193,14 @@ class ProviderLane:
         self.unrecorded = 0  # handed to the transport, outcome not committed yet
         self.held_until = 0.0  # monotonic: while the provider cannot be reached
         self.unreached = 0  # tries in a row that did not reach it
+        # The provider refuses every message until its operator acts (see
+        # appliance.sending.held_lanes): nothing is claimed or sent but the messages
+        # of a retry; ``hold_stored`` once the hold is in the database, ``hold_epoch``
+        # counts the holds this process began.
+        self.hold: Hold | None = None
+        self.hold_stored = False
+        self.hold_epoch = 0
+        self.retry_ids: set[int] = set()
 
     def unreachable(self, error: str | None) -> float:
         """The provider was not reached: hold the lane (a longer hold each time it fails
@@ -212,6 +222,11 @@ class ProviderLane:
                         self.unreached)
         self.unreached = 0
         self.held_until = 0.0
+
+    def may_send(self, msg: Claimed) -> bool:
+        """Whether ``msg`` may go now: the lane is not held, or it is the held lane's
+        retry."""
+        return self.hold is None or msg.id in self.retry_ids
 
     def held_s(self) -> float:
         return max(0.0, self.held_until - time.monotonic())

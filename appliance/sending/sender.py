@@ -24,6 +24,10 @@ messages a crash left in ``SENDING`` become ``UNCERTAIN`` (``RETRY`` where the p
 drops repeats of our ref): nobody can know whether the provider got them, and the
 money rule is never to send twice.
 
+A provider that refuses every message until its operator acts (no credit, a header not
+registered) holds its lane, in every process, until a retry finds it taking messages
+again (:mod:`appliance.sending.held_lanes`); its messages stay queued.
+
 A pause or a cancel is committed by the campaign's own unit; the sender then forgets
 what it had reserved of that campaign, and :meth:`Sender.settle_campaign` waits until
 none of its messages is being marked or sent, so once the answer goes out nothing more
@@ -35,13 +39,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import replace
 
 from appliance.providers.base import Outcome, OutgoingMessage
 from appliance.providers.registry import Providers
 from appliance.runtime import Runtime
-from appliance.sending.claims import Claimed, claim_due, next_due_ms, release_claimed
+from appliance.sending.claims import Claimed, next_due_ms, release_claimed
+from appliance.sending.credit import CreditWatch
+from appliance.sending.held_lanes import HeldLanes
 from appliance.sending.provider_lane import ProviderLane
 from appliance.sending.recovery import recover_interrupted
 from appliance.sending.send_counters import SendCounters
@@ -53,9 +58,11 @@ IDLE_S = 1.0
 
 
 class Sender:
-    def __init__(self, appliance: Runtime, providers: Providers) -> None:
+    def __init__(self, appliance: Runtime, providers: Providers,
+                 credit: CreditWatch | None = None) -> None:
         self.appliance = appliance
         self.providers = providers
+        self.credit = credit or CreditWatch(appliance, providers)
         settings = appliance.settings
         self.counters = SendCounters()
         self.lanes: dict[str, ProviderLane] = {}
@@ -66,11 +73,14 @@ class Sender:
                                             settings.sending.batch_size)
         self.closing = False
         self.wake = appliance.scheduler.add(LOOP, self.step, interval_s=IDLE_S)
+        self.held = HeldLanes(appliance, self.credit, self.wake)
 
     async def close(self) -> None:
         """Let each worker finish the message it is sending (outcome recorded), give
         back what was only reserved, then close the transports."""
         self.closing = True
+        for task in list(self.held.tasks):  # a held lane's credit query: asked again later
+            task.cancel()
         for lane in self.lanes.values():
             lane.ready.set()
         workers = [t for lane in self.lanes.values() for t in lane.workers]
@@ -125,7 +135,9 @@ class Sender:
             # Reserve a batch when less than one waits (so at most two are reserved);
             # the high-priority messages that are due, always.
             room = lane.batch_size if lane.waiting() < lane.batch_size else 0
-            batch = await store.writer.run(self._claim_unit(lane, room))
+            epoch = lane.hold_epoch
+            claim = await store.writer.run(self.held.claim_unit(lane, room, lane.turn))
+            batch = self.held.claimed(lane, claim, epoch)
             lane.turn += 1
             self.counters.claimed += len(batch)
             lane.add(batch)
@@ -134,12 +146,6 @@ class Sender:
         # Due already but not claimed just now: another provider's, a held campaign's, or
         # a full queue; look again at the usual pace rather than spin.
         return IDLE_S if wait_s <= 0 else min(IDLE_S, max(0.01, wait_s))
-
-    def _claim_unit(self, lane: ProviderLane,
-                    room: int) -> Callable[[Connection], list[Claimed]]:
-        now = self.appliance.now_ms()
-        turn = lane.turn
-        return lambda c: claim_due(c, lane.name, now, lane.batch_size, turn, normal_limit=room)
 
     async def _recover(self, lane: ProviderLane) -> None:
         now = self.appliance.now_ms()
@@ -181,9 +187,10 @@ class Sender:
                 await asyncio.sleep(IDLE_S)
                 continue
             window = msg.window
-            if self.closing or (window is not None
+            if not lane.may_send(msg) or self.closing or (window is not None
                                 and not window.is_open(self.appliance.now_ms())):
-                lane.flusher.release([msg.id])  # its window closed: claimed again when open
+                # Its lane held, or its window closed: claimed again in its turn.
+                lane.flusher.release([msg.id])
                 continue
             lane.started(msg)
             try:
@@ -193,11 +200,17 @@ class Sender:
                 self.counters.attempts += 1
                 lane.unrecorded += 1
                 outcome = await self._submit(lane, marked)
-                if outcome.unreached:
+                if outcome.blocked is not None:
+                    lane.reached()
+                elif outcome.unreached:
                     outcome = replace(outcome, retry_after_s=lane.unreachable(outcome.error))
                 else:
                     lane.reached()
                 lane.flusher.record(marked, outcome)
+                if outcome.blocked is not None:
+                    await self.held.blocked(lane, marked, outcome)
+                else:
+                    await self.held.answered(lane, marked, outcome)
             finally:
                 lane.finished(msg)
 
@@ -209,8 +222,9 @@ class Sender:
                             encoding=msg.encoding))
 
 
-def install(runtime: Runtime, providers: Providers) -> Sender:
+def install(runtime: Runtime, providers: Providers,
+            credit: CreditWatch | None = None) -> Sender:
     """The sender, its loop registered (``Sender.wake`` wakes it); closed at the stop."""
-    sender = Sender(runtime, providers)
+    sender = Sender(runtime, providers, credit)
     runtime.on_stop(sender.close)
     return sender

@@ -40,6 +40,7 @@ class Behaviour:
     report_concurrency: int = 16
     callback_url: str = ""  # when a submission carries no callback
     inbound_url: str = ""  # where POST /_sim/inbound pushes inbound messages by default
+    credit: float = 1000.0  # the account's balance (GET /account/get-balance)
     seed: int | None = None
 
     def check(self) -> Behaviour:

@@ -20,6 +20,10 @@ the 200), ``{"fail_part": 3}`` (part 3's receipt says ``failed``), ``{"report_or
 ``POST /_sim/reset`` clears both. ``GET /sms/status`` answers status requests
 (:mod:`appliance.simulator.status_pull`, with its own ``POST /_sim/pull_script``);
 ``push_rate`` below 1 leaves that share of messages to be found only that way.
+``POST /_sim/account`` with ``{"credit": N}`` sets
+the balance that Vonage's ``GET /account/get-balance`` answers (at 0 or less every
+submission is answered status 9, Partner Quota Violation, until it is set above), and
+``{"refuse": "15"}`` answers every submission that status until ``{"refuse": null}``.
 ``POST /_sim/inbound`` with ``{"from", "text", "to"?,
 "url"?, "parts"?, "message_id"?}`` makes the simulated network deliver an inbound message:
 it is pushed at once, in Vonage's inbound SMS format (signed like the receipts, in the
@@ -79,6 +83,10 @@ class Simulator:
         self.submissions = 0
         self.throttled = 0
         self.unknown_refs_reported = 0
+        self.credit = self.behaviour.credit
+        self.refusing: str | None = None  # a status answered to every submission
+        self.refused = 0
+        self.balance_queries = 0
         self.receipts = ReceiptPush(self.behaviour, self.refs)
         self.status_desk = StatusDesk(self.behaviour, self.refs, self.receipts)
         self.app = Starlette(routes=[
@@ -86,6 +94,8 @@ class Simulator:
             Route("/sms/status", self.status_desk.status, methods=["GET"]),
             Route("/_sim/pull_script", self.status_desk.set_script, methods=["POST"]),
             Route("/_sim/push_now", self.status_desk.push_now, methods=["POST"]),
+            Route("/account/get-balance", self.balance, methods=["GET"]),
+            Route("/_sim/account", self.set_account, methods=["POST"]),
             Route("/_sim/stats", self.stats, methods=["GET"]),
             Route("/_sim/script", self.set_script, methods=["POST"]),
             Route("/_sim/reset", self.reset, methods=["POST"]),
@@ -123,6 +133,10 @@ class Simulator:
             return _answer(to, ref, "4", error="Bad Credentials")
         if not to or not params.get("text") or not params.get("from"):
             return _answer(to, ref, "2", error="Missing to, from or text")
+        refusal = self._refusal()
+        if refusal is not None:
+            self.refused += 1
+            return _answer(to, ref, refusal[0], error=refusal[1])
         step = self.script.pop(0) if self.script else None
         if step is not None:
             scripted = await self._scripted(step, to, ref)
@@ -181,6 +195,45 @@ class Simulator:
         if "status" in step:
             return _answer(to, ref, str(step["status"]), error="scripted")
         return None
+
+    # -- the account -------------------------------------------------------------------
+    def _refusal(self) -> tuple[str, str] | None:
+        """The status every submission gets while the account cannot send: Vonage's 9
+        without credit, or the one ``/_sim/account`` set."""
+        if self.refusing is not None:
+            return self.refusing, "scripted account refusal"
+        if self.credit <= 0:
+            return "9", "Partner Quota Violation: not enough credit to send"
+        return None
+
+    async def balance(self, request: Request) -> Response:
+        """Vonage's ``GET /account/get-balance``: ``{"value", "autoReload"}``."""
+        b = self.behaviour
+        q = request.query_params
+        if q.get("api_key") != b.api_key or q.get("api_secret") != b.api_secret:
+            return JSONResponse({"error-code": "401", "error-code-label": "Unauthorized"},
+                                status_code=401)
+        self.balance_queries += 1
+        return JSONResponse({"value": self.credit, "autoReload": False})
+
+    async def set_account(self, request: Request) -> Response:
+        """Test hook: ``{"credit": N}`` sets the balance (at 0 or less every submission
+        is answered status 9), ``{"refuse": "15"}`` answers every submission that status
+        (``null``: no more)."""
+        try:
+            data = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return JSONResponse({"error": "invalid_json"}, status_code=400)
+        if not isinstance(data, dict):
+            return JSONResponse({"error": 'want {"credit"?, "refuse"?}'}, status_code=400)
+        credit = data.get("credit", self.credit)
+        refuse = data.get("refuse", self.refusing)
+        if isinstance(credit, bool) or not isinstance(credit, int | float) or not (
+                refuse is None or isinstance(refuse, str)):
+            return JSONResponse({"error": "credit is a number, refuse a status or null"},
+                                status_code=400)
+        self.credit, self.refusing = float(credit), refuse
+        return JSONResponse({"credit": self.credit, "refuse": self.refusing})
 
     # -- receipts ----------------------------------------------------------------------
     def _final_word(self) -> str:
@@ -291,6 +344,9 @@ class Simulator:
             "reports_acknowledged": push.reports_acknowledged,
             "reports_given_up": push.reports_given_up,
             "unknown_refs_reported": self.unknown_refs_reported,
+            "credit": self.credit,
+            "refused": self.refused,
+            "balance_queries": self.balance_queries,
             "pending_reports": push.pending,
             "last_report_ms": push.last_report_ms,
             "last_final_report_ms": push.last_final_report_ms,

@@ -6,16 +6,20 @@
   ``[import] stuck_after_s``.
 * ``outbox_stale``: status webhooks are on (OPS-5) and the oldest event the receiver has
   not taken is older than ``[alerts] webhooks_oldest_max_s``.
+* ``provider_blocked``: a provider refuses every message until its operator acts (no
+  credit, a header not registered, an address not allowed) and its lane holds.
 
 :func:`ops_alerts` is a read unit returning the same :class:`Alert` shape as the
-report alerts, so ``/api/stats``, metrics and the webhook treat all six alike.
+report alerts, so ``/api/stats``, metrics and the webhook treat all seven alike.
 """
 
 from __future__ import annotations
 
+from appliance.clock import iso
 from appliance.config import Settings
 from appliance.ops.backup.status import read_status
 from appliance.reports.alerts import Alert
+from appliance.sending.provider_holds import held
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int
 from appliance.webhooks.outbox import outbox_health
@@ -80,8 +84,22 @@ def outbox_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
                  f" (maximum {limit:g} s){why}")
 
 
+def blocked_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
+    """``provider_blocked``: a configured provider refuses every message until its
+    operator acts, and its lane holds (:mod:`appliance.sending.provider_holds`); the
+    message names each such provider and the reason. The value is how many."""
+    holds = [h for name, h in sorted(held(conn).items()) if name in settings.providers]
+    if not holds:
+        return Alert("provider_blocked", False, 0.0, 0.0,
+                     "every provider takes messages")
+    shown = "; ".join(
+        f"provider {h.provider} held since {iso(h.since_ms)}: {h.reason} ({h.error}),"
+        f" next try in {max(0, h.next_try_ms - now_ms) / 1000:.0f} s" for h in holds)
+    return Alert("provider_blocked", True, float(len(holds)), 0.0, shown)
+
+
 def ops_alerts(conn: Connection, settings: Settings, now_ms: int) -> list[Alert]:
-    """``backup_stale``, ``import_stuck`` and ``outbox_stale`` as of ``now_ms`` (a read
-    unit)."""
+    """``backup_stale``, ``import_stuck``, ``outbox_stale`` and ``provider_blocked`` as
+    of ``now_ms`` (a read unit)."""
     return [backup_alert(settings, now_ms), import_alert(conn, settings, now_ms),
-            outbox_alert(conn, settings, now_ms)]
+            outbox_alert(conn, settings, now_ms), blocked_alert(conn, settings, now_ms)]

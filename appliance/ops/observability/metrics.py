@@ -10,7 +10,8 @@ A :class:`Metrics` per process holds its own ``CollectorRegistry``:
   reports by outcome, the inbox, coverage and delivery over the alert window,
   overdue messages, suppressions by source and inbound messages (from the kept counts
   of :mod:`appliance.store.rollups`: no scan), and the status webhook outbox (events
-  written, delivered, failed POSTs, waiting, oldest); plus backup age and
+  written, delivered, failed POSTs, waiting, oldest), the held provider lanes and the
+  providers' credit; plus backup age and
   outcome, scheduler heartbeats and one ``appliance_alert_holding`` gauge per alert; and
   the edge (EDGE-1, 2, 4): open connections, what the edge refused, request bodies held,
   free disk space; and each SMPP session (:mod:`appliance.smpp.metrics`).
@@ -52,6 +53,8 @@ from appliance.providers.transport import SessionTransport
 from appliance.reports.alerts import Alert, alerts_from
 from appliance.reports.coverage import coverage, inbox_health, overdue
 from appliance.runtime import Runtime
+from appliance.sending.credit import Credit, credits
+from appliance.sending.provider_holds import Hold, held
 from appliance.store.connection import Connection
 from appliance.store.rollups import counts
 from appliance.store.rows import as_int
@@ -83,6 +86,8 @@ class DbSnapshot:
     suppressions: dict[str, int] = field(default_factory=dict)
     inbound: dict[str, int] = field(default_factory=dict)
     webhooks: OutboxHealth = field(default_factory=OutboxHealth)
+    holds: dict[str, Hold] = field(default_factory=dict)
+    credits: dict[str, Credit] = field(default_factory=dict)
 
 
 def _grouped(conn: Connection, sql: str) -> dict[str, int]:
@@ -121,7 +126,28 @@ def read_snapshot(conn: Connection, settings: Settings, now_ms: int) -> DbSnapsh
                     "raw_parsed": raw_inbound.get("parsed", 0),
                     "raw_quarantined": raw_inbound.get("quarantined", 0)}
     snap.webhooks = outbox_health(conn, now_ms)
+    snap.holds = {k: v for k, v in held(conn).items() if k in settings.providers}
+    snap.credits = {k: v for k, v in credits(conn).items() if k in settings.providers}
     return snap
+
+
+def _provider_accounts(snap: DbSnapshot) -> Iterator[Metric]:
+    """Held lanes (the providers refusing every message, and why) and the credit each
+    provider's account has, where its API tells it (every process shows the same)."""
+    blocked = GaugeMetricFamily(
+        "appliance_provider_blocked", "1 while the provider refuses every message until"
+        " its operator acts and its lane holds (the reason as a label).",
+        labels=["provider", "reason"])
+    for name, hold in sorted(snap.holds.items()):
+        blocked.add_metric([name, hold.reason], 1.0)
+    yield blocked
+    credit = GaugeMetricFamily(
+        "appliance_provider_credit", "The provider account's credit at its last query"
+        " (in the provider's unit; absent until read).", labels=["provider"])
+    for name, kept in sorted(snap.credits.items()):
+        if kept.credit is not None:
+            credit.add_metric([name], kept.credit)
+    yield credit
 
 
 def _gauge(name: str, doc: str, value: float | None) -> GaugeMetricFamily:
@@ -228,6 +254,7 @@ class ApplianceCollector(Collector):
                   {"parsed": snap.inbound.get("raw_parsed", 0),
                    "quarantined": snap.inbound.get("raw_quarantined", 0)})
         yield from _webhooks(snap.webhooks)
+        yield from _provider_accounts(snap)
         holding = GaugeMetricFamily("appliance_alert_holding",
                                     "1 while the alert holds, else 0.", labels=["alert"])
         for alert in snap.alerts:

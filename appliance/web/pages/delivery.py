@@ -30,7 +30,9 @@ from appliance.providers.registry import Providers
 from appliance.sending import messages as msgs
 from appliance.sending import resolution
 from appliance.sending.checks import MAX_MSISDN_CHARS
+from appliance.sending.credit import credits
 from appliance.sending.message_search import MessageFilter, campaign_choices, search_messages
+from appliance.sending.provider_holds import held
 from appliance.sending.refs import looks_like_ref
 from appliance.store.connection import Connection
 from appliance.web.errors import ascii_int
@@ -47,6 +49,7 @@ ALERT_TITLES = {
     "overdue": "Messages past the delivery window without a final report",
     "backup_stale": "Scheduled backups late or failing",
     "import_stuck": "An import job has stopped moving",
+    "provider_blocked": "A provider refuses every message until its operator acts",
 }
 # The live figures poll quickly while reports are still due, slowly otherwise.
 BUSY_POLL_S = 3
@@ -76,7 +79,10 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
     alerts = [{**a, "title": ALERT_TITLES.get(a["name"], a["name"].replace("_", " "))}
               for a in stats["alerts"]]
     busy = stats["live"]["still_due"] > 0 or stats["inbox"]["waiting"] > 0
+    accounts = await appliance.store.readers.run(
+        lambda c: accounts_panel(c, parts_of(request).providers))
     return {"stats": stats, "sessions": sessions_panel(parts_of(request).providers),
+            "provider_accounts": accounts,
             "window_start": start,
             "window_end": end, "now": now,
             "chart": open_by_hour_svg(bars, start, now, settling_from_ms=end),
@@ -84,6 +90,25 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
             "settling_from": end, "alerts": alerts,
             "holding": [a for a in alerts if a["firing"]], "settings": settings,
             "poll_s": BUSY_POLL_S if busy else IDLE_POLL_S}
+
+
+def accounts_panel(conn: Connection, providers: Providers) -> list[dict[str, Any]]:
+    """Each provider whose kind tells its credit, or whose lane is held: the last credit
+    read and when, the query's last error, and the hold's reason (a read unit)."""
+    known = credits(conn)
+    holds = held(conn)
+    out = []
+    for name, provider in sorted(providers.all().items()):
+        if provider.credit is None and name not in holds:
+            continue
+        kept = known.get(name)
+        hold = holds.get(name)
+        out.append({"name": name, "credit": kept.credit if kept else None,
+                    "at": kept.at_ms if kept else None,
+                    "error": kept.error if kept else None,
+                    "held": hold.reason if hold else None,
+                    "held_error": hold.error if hold else None})
+    return out
 
 
 def sessions_panel(providers: Providers) -> list[dict[str, Any]]:
