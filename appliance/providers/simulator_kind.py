@@ -23,21 +23,24 @@ simulator does not, is an ``error`` for that message: never a state.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
 import httpx
 
-from appliance.config import ProviderSettings
+from appliance.config import OptionValue, ProviderSettings
 from appliance.states import REPORTED_FINAL_STATES
 
 from .base import OutgoingMessage
+from .batch import BatchWireFormat
 from .callbacks import CallbackRequest, ParsedReport, report
 from .credit import CreditQuery
 from .http_kind import http_kind
+from .kind import BuildContext
 from .outcome import Outcome, blocked
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
+from .transport import Provider
 from .vonage import DLR_STATES, VonageAdapter, VonageInbound, dlr_error_code, dlr_time_ms
 from .wire_text import load_json
 
@@ -76,6 +79,8 @@ class SimulatorAdapter(VonageAdapter, StatusQuery, CreditQuery):
     kind = "simulator"
     CALLBACK_MAX_CHARS: ClassVar[int | None] = None  # Vonage's limit, not the simulator's
     status_batch_max = 100  # GET /sms/status takes up to 100 refs
+    # batch = true: many numbers of one text a request (the simulator's POST /sms/batch).
+    OPTIONS: ClassVar[Mapping[str, OptionValue]] = {**VonageAdapter.OPTIONS, "batch": False}
 
     def interpret_response(self, response: httpx.Response) -> Outcome:
         """Vonage's reading, except that a status that refuses every message (status 9,
@@ -172,6 +177,44 @@ def _item_verdict(ref: str, item: dict[str, Any]) -> tuple[PullVerdict, list[Par
     return (PullVerdict.FINAL if final else PullVerdict.PENDING), found
 
 
+
+class SimulatorBatchAdapter(SimulatorAdapter, BatchWireFormat):
+    """The simulator with ``batch = true``: a campaign goes up to ``batch_max`` numbers
+    a request to ``POST /sms/batch``, a JSON object of the single submission's fields
+    with ``messages: [{"to", "client-ref"}]``; the answer's ``results`` are one single
+    submission's answer per number, in order, each read as that one would be."""
+
+    def build_batch_request(self, msgs: Sequence[OutgoingMessage]) -> httpx.Request:
+        common = {k: v for k, v in self.submit_params(msgs[0]).items()
+                  if k not in ("to", "client-ref")}
+        numbers = [{"to": m.msisdn.removeprefix("+"), "client-ref": m.ref} for m in msgs]
+        return httpx.Request("POST", self.endpoint(BATCH_PATH),
+                             json={**common, "messages": numbers},
+                             headers={"Accept": "application/json"})
+
+    def _interpret_batch_response(self, msgs: Sequence[OutgoingMessage],
+                                  response: httpx.Response) -> list[Outcome]:
+        failed = self.interpret_response(response) if not 200 <= response.status_code < 300 \
+            else None
+        if failed is not None:  # the whole request answered at once
+            return [failed for _ in msgs]
+        results = load_json(response.content)["results"]
+        if not isinstance(results, list):
+            raise ValueError("results is not a list")
+        return [self.interpret_response(httpx.Response(200, json=r)) for r in results]
+
+
+BATCH_PATH = "/sms/batch"
 # It splits a text in the Turkish tables as an SMSC does (encoding_params).
 # It can be asked about a message (status_query: GET /sms/status).
-KIND = http_kind(SimulatorAdapter, VonageInbound, national_language=True, status_query=True)
+_ONE = http_kind(SimulatorAdapter, VonageInbound, national_language=True, status_query=True)
+_MANY = http_kind(SimulatorBatchAdapter, VonageInbound, national_language=True,
+                  status_query=True, many_per_request=True)
+
+
+def _build(settings: ProviderSettings, ctx: BuildContext) -> Provider:
+    """One message a request, or many with ``batch = true``."""
+    return (_MANY if settings.option("batch", False) is True else _ONE).build(settings, ctx)
+
+
+KIND = replace(_ONE, build=_build)

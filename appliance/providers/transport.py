@@ -36,9 +36,13 @@ class Transport(ABC):
     """
 
     concurrency: int = 1
+    # Messages one submission may carry (:meth:`submit_batch`); 1 for a kind that takes
+    # one message a request.
+    batch_max: int = 1
 
-    async def reserve(self) -> None:
-        """Wait until one more submission may go out at the provider's rate.
+    async def reserve(self, count: int = 1) -> None:
+        """Wait until one more submission (of ``count`` messages) may go out at the
+        provider's rate.
 
         The sender calls it before it marks a message ``SENDING`` and then calls
         :meth:`submit` at once, so no message waits for the rate once it is ``SENDING``

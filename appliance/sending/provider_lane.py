@@ -177,6 +177,12 @@ class ProviderLane:
         self.concurrency = max(1, self.transport.concurrency)
         rate_batch = math.ceil(s.rate_per_s) if s.rate_per_s > 0 else batch_size
         self.batch_size = max(1, min(batch_size, max(self.concurrency, rate_batch)))
+        # Messages one submission carries, for a kind that takes many in a request: the
+        # claim then reserves enough for every worker's request to be full.
+        self.batch_max = max(1, self.transport.batch_max)
+        if self.batch_max > 1:
+            self.batch_size = max(self.batch_size,
+                                  min(batch_size, self.batch_max * self.concurrency))
         self.high: deque[Claimed] = deque()
         # Normal priority, one queue per campaign (None: single messages), taken from in
         # turn: a campaign reserved first does not hold the others back (OPS-1).
@@ -263,6 +269,32 @@ class ProviderLane:
         if not self.waiting():
             self.ready.clear()
         return msg
+
+    def take_like(self, first: Claimed, most: int) -> list[Claimed]:
+        """Up to ``most`` more reserved messages that may go in one request with
+        ``first`` (just popped): from the same queue (its campaign's, the single
+        messages', or the high-priority one), in their order, with the same text (after
+        personalisation) and encoding, and nothing of theirs at the provider yet."""
+        if most <= 0 or first.known_parts:
+            return []
+        high = first.priority == PRIORITY_HIGH
+        queue = self.high if high else self.normal.get(first.campaign_id)
+        if not queue:
+            return []
+        taken: list[Claimed] = []
+        kept: deque[Claimed] = deque()
+        while queue and len(taken) < most:
+            m = queue.popleft()
+            alike = (m.body == first.body and m.encoding == first.encoding
+                     and not m.known_parts and m.window == first.window)
+            (taken if alike else kept).append(m)
+        queue.extendleft(reversed(kept))
+        if not high and not queue:
+            del self.normal[first.campaign_id]
+            self._turns.remove(first.campaign_id)
+        if not self.waiting():
+            self.ready.clear()
+        return taken
 
     def forget(self, campaign_id: int) -> list[int]:
         """Drop the campaign's reserved messages from the queue; returns their ids."""

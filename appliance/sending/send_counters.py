@@ -34,6 +34,7 @@ class SendCounters:
     recovered: int = 0
     released: int = 0
     batches: int = 0
+    batch_requests: int = 0  # submissions of many messages in one request
     record_failures: int = 0
     _recent: deque[tuple[float, int]] = field(default_factory=deque)
     _by_campaign: dict[int, deque[tuple[float, int]]] = field(default_factory=dict)
@@ -87,6 +88,7 @@ class SendCounters:
             "retry": self.retry, "rejected": self.rejected, "uncertain": self.uncertain,
             "early_reports_applied": self.early_reports_applied, "recovered": self.recovered,
             "released": self.released, "batches": self.batches,
+            "batch_requests": self.batch_requests,
             "record_failures": self.record_failures,
             "submitted_per_s": round(self.submitted_per_s, 1),
         }

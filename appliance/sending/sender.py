@@ -168,7 +168,8 @@ class Sender:
                         " marked %s", count, lane.name, "RETRY" if dedupes else "UNCERTAIN")
 
     async def _work(self, lane: ProviderLane) -> None:
-        """One worker: at most one message of its own marked ``SENDING`` at a time."""
+        """One worker: at most one submission of its own (one message, or a batch of at
+        most ``batch_max`` for a kind that takes many) marked ``SENDING`` at a time."""
         while not self.closing:
             if (held := lane.held_s()) > 0:  # the provider cannot be reached: wait
                 await asyncio.sleep(min(held, 0.25))
@@ -177,49 +178,64 @@ class Sender:
             if msg is None:
                 await lane.ready.wait()
                 continue
-            if lane.waiting() in (0, lane.batch_size - 1):  # just ran low: reserve more
+            group = [msg, *lane.take_like(msg, lane.batch_max - 1)]
+            if lane.waiting() < lane.batch_size:  # just ran low: reserve more
                 self.wake()
+            ids = [m.id for m in group]
             try:
-                await lane.transport.reserve()
+                await lane.transport.reserve(len(group))
             except Exception:  # a transport that cannot pace now: try again later
                 log.exception("provider %s: waiting for the rate failed", lane.name)
-                lane.flusher.release([msg.id])
+                lane.flusher.release(ids)
                 await asyncio.sleep(IDLE_S)
                 continue
             window = msg.window
             if not lane.may_send(msg) or self.closing or (window is not None
                                 and not window.is_open(self.appliance.now_ms())):
                 # Its lane held, or its window closed: claimed again in its turn.
-                lane.flusher.release([msg.id])
+                lane.flusher.release(ids)
                 continue
-            lane.started(msg)
+            for m in group:
+                lane.started(m)
             try:
-                marked = await lane.flusher.mark(msg)
-                if marked is None:
-                    continue  # paused, cancelled or settled meanwhile: not sent
-                self.counters.attempts += 1
-                lane.unrecorded += 1
-                outcome = await self._submit(lane, marked)
-                if outcome.blocked is not None:
-                    lane.reached()
-                elif outcome.unreached:
-                    outcome = replace(outcome, retry_after_s=lane.unreachable(outcome.error))
-                else:
-                    lane.reached()
-                lane.flusher.record(marked, outcome)
-                if outcome.blocked is not None:
-                    await self.held.blocked(lane, marked, outcome)
-                else:
-                    await self.held.answered(lane, marked, outcome)
+                await self._send(lane, group)
             finally:
-                lane.finished(msg)
+                for m in group:
+                    lane.finished(m)
 
-    async def _submit(self, lane: ProviderLane, msg: Claimed) -> Outcome:
+    async def _send(self, lane: ProviderLane, group: list[Claimed]) -> None:
+        """Mark the group ``SENDING`` (one unit), submit what was marked (one request),
+        record each outcome, and hold the lane when the provider refuses everything."""
+        marks = [lane.flusher.mark(m) for m in group]
+        marked = [m for m in [await f for f in marks] if m is not None]
+        if not marked:
+            return  # paused, cancelled or settled meanwhile: not sent
+        self.counters.attempts += len(marked)
+        lane.unrecorded += len(marked)
+        outcomes = await self._submit(lane, marked)
+        refusal = next((o for o in outcomes if o.blocked is not None), None)
+        if refusal is None and any(o.unreached for o in outcomes):
+            wait = lane.unreachable(next(o.error for o in outcomes if o.unreached))
+            outcomes = [replace(o, retry_after_s=wait) if o.unreached else o
+                        for o in outcomes]
+        else:
+            lane.reached()
+        for m, outcome in zip(marked, outcomes, strict=True):
+            lane.flusher.record(m, outcome)
+        if refusal is not None:
+            await self.held.blocked(lane, marked[0], refusal)
+            return
+        for m, outcome in zip(marked, outcomes, strict=True):
+            await self.held.answered(lane, m, outcome)
+
+    async def _submit(self, lane: ProviderLane, msgs: list[Claimed]) -> list[Outcome]:
         callback = self.appliance.settings.callback_url(lane.name)
-        return await lane.transport.submit(
-            OutgoingMessage(ref=msg.ref, msisdn=msg.msisdn, body=msg.body,
-                            callback_url=callback, skip_parts=msg.skip_parts,
-                            encoding=msg.encoding))
+        out = [OutgoingMessage(ref=m.ref, msisdn=m.msisdn, body=m.body, callback_url=callback,
+                               skip_parts=m.skip_parts, encoding=m.encoding) for m in msgs]
+        if len(out) == 1:
+            return [await lane.transport.submit(out[0])]
+        self.counters.batch_requests += 1
+        return await lane.transport.submit_batch(out)
 
 
 def install(runtime: Runtime, providers: Providers,

@@ -56,6 +56,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from appliance.message_text.segments import segment
+from appliance.simulator.account import SimAccount
 from appliance.simulator.behaviour import Behaviour
 from appliance.simulator.receipts import Receipt, ReceiptPush, RefStats
 from appliance.simulator.smsc import SmscSimulator
@@ -83,10 +84,10 @@ class Simulator:
         self.submissions = 0
         self.throttled = 0
         self.unknown_refs_reported = 0
-        self.credit = self.behaviour.credit
-        self.refusing: str | None = None  # a status answered to every submission
-        self.refused = 0
-        self.balance_queries = 0
+        self.account = SimAccount(self.behaviour)
+        self.requests = 0  # HTTP requests to the submission endpoints
+        self.batch_requests = 0
+        self.batch_sizes: list[int] = []
         self.receipts = ReceiptPush(self.behaviour, self.refs)
         self.status_desk = StatusDesk(self.behaviour, self.refs, self.receipts)
         self.app = Starlette(routes=[
@@ -94,8 +95,9 @@ class Simulator:
             Route("/sms/status", self.status_desk.status, methods=["GET"]),
             Route("/_sim/pull_script", self.status_desk.set_script, methods=["POST"]),
             Route("/_sim/push_now", self.status_desk.push_now, methods=["POST"]),
-            Route("/account/get-balance", self.balance, methods=["GET"]),
-            Route("/_sim/account", self.set_account, methods=["POST"]),
+            Route("/sms/batch", self.submit_batch, methods=["POST"]),
+            Route("/account/get-balance", self.account.balance, methods=["GET"]),
+            Route("/_sim/account", self.account.set, methods=["POST"]),
             Route("/_sim/stats", self.stats, methods=["GET"]),
             Route("/_sim/script", self.set_script, methods=["POST"]),
             Route("/_sim/reset", self.reset, methods=["POST"]),
@@ -120,9 +122,38 @@ class Simulator:
 
     # -- submissions -------------------------------------------------------------------
     async def submit(self, request: Request) -> Response:
-        b = self.behaviour
         form = await request.form()
-        params = {k: v for k, v in form.items() if isinstance(v, str)}
+        self.requests += 1
+        return await self._submit({k: v for k, v in form.items() if isinstance(v, str)})
+
+    async def submit_batch(self, request: Request) -> Response:
+        """Many numbers, one text, in one request (not Vonage's: the simulator's own, for
+        the kinds that take many): a JSON object of the single submission's fields with
+        ``messages``: ``[{"to", "client-ref"}]`` instead of ``to`` and ``client-ref``.
+        Each number is taken as one submission would be; the answer is ``{"results":
+        [...]}``, one single submission's answer per number, in order. A scripted HTTP
+        error, or a refusal of the whole account, answers for the whole request."""
+        try:
+            data = json.loads(await request.body())
+            msgs = data["messages"]
+            common = {k: str(v) for k, v in data.items() if k != "messages"}
+            numbers = [(str(m["to"]), str(m["client-ref"])) for m in msgs]
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError):
+            return JSONResponse({"error": "want {..., \"messages\": [{\"to\","
+                                          " \"client-ref\"}]}"}, status_code=400)
+        self.requests += 1
+        self.batch_requests += 1
+        self.batch_sizes.append(len(numbers))
+        results: list[Any] = []
+        for to, ref in numbers:
+            answer = await self._submit({**common, "to": to, "client-ref": ref})
+            if answer.status_code != 200:
+                return answer
+            results.append(json.loads(bytes(answer.body)))
+        return JSONResponse({"results": results})
+
+    async def _submit(self, params: dict[str, str]) -> Response:
+        b = self.behaviour
         self.submissions += 1
         ref = params.get("client-ref", "")
         to = params.get("to", "")
@@ -133,9 +164,8 @@ class Simulator:
             return _answer(to, ref, "4", error="Bad Credentials")
         if not to or not params.get("text") or not params.get("from"):
             return _answer(to, ref, "2", error="Missing to, from or text")
-        refusal = self._refusal()
+        refusal = self.account.refusal()
         if refusal is not None:
-            self.refused += 1
             return _answer(to, ref, refusal[0], error=refusal[1])
         step = self.script.pop(0) if self.script else None
         if step is not None:
@@ -195,45 +225,6 @@ class Simulator:
         if "status" in step:
             return _answer(to, ref, str(step["status"]), error="scripted")
         return None
-
-    # -- the account -------------------------------------------------------------------
-    def _refusal(self) -> tuple[str, str] | None:
-        """The status every submission gets while the account cannot send: Vonage's 9
-        without credit, or the one ``/_sim/account`` set."""
-        if self.refusing is not None:
-            return self.refusing, "scripted account refusal"
-        if self.credit <= 0:
-            return "9", "Partner Quota Violation: not enough credit to send"
-        return None
-
-    async def balance(self, request: Request) -> Response:
-        """Vonage's ``GET /account/get-balance``: ``{"value", "autoReload"}``."""
-        b = self.behaviour
-        q = request.query_params
-        if q.get("api_key") != b.api_key or q.get("api_secret") != b.api_secret:
-            return JSONResponse({"error-code": "401", "error-code-label": "Unauthorized"},
-                                status_code=401)
-        self.balance_queries += 1
-        return JSONResponse({"value": self.credit, "autoReload": False})
-
-    async def set_account(self, request: Request) -> Response:
-        """Test hook: ``{"credit": N}`` sets the balance (at 0 or less every submission
-        is answered status 9), ``{"refuse": "15"}`` answers every submission that status
-        (``null``: no more)."""
-        try:
-            data = json.loads(await request.body())
-        except (ValueError, UnicodeDecodeError):
-            return JSONResponse({"error": "invalid_json"}, status_code=400)
-        if not isinstance(data, dict):
-            return JSONResponse({"error": 'want {"credit"?, "refuse"?}'}, status_code=400)
-        credit = data.get("credit", self.credit)
-        refuse = data.get("refuse", self.refusing)
-        if isinstance(credit, bool) or not isinstance(credit, int | float) or not (
-                refuse is None or isinstance(refuse, str)):
-            return JSONResponse({"error": "credit is a number, refuse a status or null"},
-                                status_code=400)
-        self.credit, self.refusing = float(credit), refuse
-        return JSONResponse({"credit": self.credit, "refuse": self.refusing})
 
     # -- receipts ----------------------------------------------------------------------
     def _final_word(self) -> str:
@@ -344,9 +335,10 @@ class Simulator:
             "reports_acknowledged": push.reports_acknowledged,
             "reports_given_up": push.reports_given_up,
             "unknown_refs_reported": self.unknown_refs_reported,
-            "credit": self.credit,
-            "refused": self.refused,
-            "balance_queries": self.balance_queries,
+            **self.account.snapshot(),
+            "requests": self.requests,
+            "batch_requests": self.batch_requests,
+            "batch_sizes": self.batch_sizes,
             "pending_reports": push.pending,
             "last_report_ms": push.last_report_ms,
             "last_final_report_ms": push.last_final_report_ms,
@@ -425,6 +417,8 @@ class Simulator:
         self.status_desk.script.clear()
         self.refs.clear()
         self.duplicates_submitted = self.submissions = self.throttled = 0
+        self.requests = self.batch_requests = 0
+        self.batch_sizes = []
         return JSONResponse({"reset": True})
 
     async def smsc_stats(self, request: Request) -> Response:
