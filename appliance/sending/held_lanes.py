@@ -8,11 +8,12 @@ is sent), and in the database (:mod:`appliance.sending.provider_holds`), where e
 process's sender finds it at its next claim and the alert ``provider_blocked`` reads it.
 Other providers' lanes go on sending.
 
-Each claim of a held lane asks instead whether its retry is due (every ``[sending]
-blocked_retry_s``, or sooner when the provider said so). The process that takes the
-retry asks the provider for its credit when the lane is held for ``no_credit`` and the
-kind has a credit query (a credit above 0 lifts the hold), else sends one message: an
-answer that is not a refusal of every message lifts the hold, another refusal keeps it.
+Each claim of a held lane asks instead whether its retry is due (10 s after the hold
+began, then every ``[sending] blocked_retry_s``, or sooner when the provider said so).
+The process that takes the retry asks the provider for its credit when the lane is held
+for ``no_credit`` and the kind has a credit query (a credit above 0 lifts the hold),
+else sends one message: an answer that is not a refusal of every message lifts the
+hold, another refusal keeps it.
 Once the hold is gone from the database every process's lane resumes at its next
 claim (within a second).
 """
@@ -36,6 +37,8 @@ from appliance.sending.provider_lane import ProviderLane
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.sender")
+# A hold just begun is first tried again this soon (at most), then every interval.
+FIRST_RETRY_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -120,14 +123,16 @@ class HeldLanes:
         reason = outcome.blocked or "blocked"
         error = outcome.error or reason
         now = self.appliance.now_ms()
-        retry = self.retry_ms(outcome.retry_after_s)
         first = lane.hold is None
+        retry = self.retry_ms(outcome.retry_after_s)
+        if first:  # an operator who fixes it at once need not wait a whole interval
+            retry = min(retry, FIRST_RETRY_MS)
         lane.retry_ids.discard(msg.id)
         self._hold_here(lane, Hold(lane.name, reason, error, now, now + retry))
         if first:
             log.warning("provider %s refuses every message (%s: %s): its lane holds,"
-                        " messages stay queued; trying again every %.0f s", lane.name,
-                        reason, error, retry / 1000)
+                        " messages stay queued; trying again in %.0f s, then every %.0f s",
+                        lane.name, reason, error, retry / 1000, self.retry_ms() / 1000)
         epoch = lane.hold_epoch
         try:
             stored = await self.appliance.store.writer.run(
