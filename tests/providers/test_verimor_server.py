@@ -145,7 +145,9 @@ def test_an_unregistered_header_or_address_holds_the_lane_and_html_is_uncertain(
                 fake.ip_allowed = True
                 wait_for(lambda: fake.requests["send"] >= 2 or None, timeout=60,
                          message="a try refused for the header")
-                waiting = message(api, held)
+                # The refusal recorded (the try is SENDING, counted, until it is).
+                waiting = wait_for(lambda: (m := message(api, held))["state"] != "SENDING"
+                                   and m, timeout=30, message="the refusal recorded")
                 assert waiting["state"] not in ("REJECTED", "FAILED", "DELIVERED"), waiting
                 assert waiting["attempts"] == 0, waiting
                 fake.headers.append("BASLIGIM")
