@@ -16,7 +16,6 @@ Reading the records is :mod:`appliance.optout.consent_input`, loading them
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
@@ -40,6 +39,7 @@ from appliance.optout.consent_requests import LoadSummary, load_array, load_csv
 from appliance.web.api_optout import _next, _page_args
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError
+from appliance.web.json_body import parse_json
 from appliance.web.parts import parts_of
 from appliance.web.request_reading import read_limited
 
@@ -76,10 +76,7 @@ async def add_consents(request: Request) -> Response:
     if ctype != "application/json":
         raise ApiError(415, "unsupported_media_type", "send application/json (one record or"
                        " an array of them) or text/csv")
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON ({exc})") from None
+    data = parse_json(body)
     if isinstance(data, list):
         return JSONResponse(summary_json(await load_array(appliance, account.id, data,
                                                           region)))

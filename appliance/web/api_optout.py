@@ -19,7 +19,6 @@ become the JSON errors of ``docs/api.md``.
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -36,6 +35,7 @@ from appliance.optout.suppression_requests import import_suppressions
 from appliance.refusals import Refused
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, ascii_int, not_found
+from appliance.web.json_body import parse_json
 from appliance.web.optout_json import import_summary_json, inbound_json, suppression_json
 from appliance.web.parts import parts_of
 from appliance.web.request_reading import read_limited
@@ -93,10 +93,7 @@ async def add_suppression(request: Request) -> Response:
                        "send application/json {\"msisdn\", \"reason\"?}, or a list as"
                        " text/csv or text/plain")
     body = await read_limited(request, MAX_JSON_BYTES)
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON ({exc})") from None
+    data = parse_json(body)
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_json", "the body must be a JSON object")
     msisdn = check_msisdn(appliance.settings, data.get("msisdn"))

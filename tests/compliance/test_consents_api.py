@@ -125,3 +125,17 @@ def test_a_json_array_names_each_bad_item(rig: Rig) -> None:
     got = answer.json()
     assert (got["added"], got["rejected"]) == (1, 2)
     assert [r["line_number"] for r in got["rejects"]] == [2, 3]
+
+
+@pytest.mark.parametrize("path", ["/api/consents", "/api/suppressions"])
+@pytest.mark.parametrize("body", [
+    b'{"msisdn": ' + b"7" * 5000 + b"}",  # past int()'s digit limit
+    b'{"msisdn": NaN}',
+    b"[" * 5000 + b"]" * 5000,
+    b'{"msisdn": "\xff"}',
+])
+def test_a_body_python_reads_but_the_appliance_cannot_use_is_a_clear_400(
+        rig: Rig, path: str, body: bytes) -> None:
+    answer = rig.alpha.post(path, content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == "invalid_json"

@@ -35,6 +35,9 @@ def populate(tmp: Path, data_dir: Path) -> str:
     try:
         key = create_account(data_dir, "acme")
         create_user(data_dir, "alice", "acme")
+        # A key with a daily allowance: the campaign through it moves key_daily_counts.
+        limited = run_cli("key", "create", "--account", "acme", "--daily-limit", "1000",
+                          "--data-dir", str(data_dir)).stdout.strip().splitlines()[-1]
         # Webhooks on (to a receiver that is not there): the outbox gets rows too.
         config = provider_config(tmp / "appliance.toml", sim.url, extra=(
             '\n[webhooks]\nurl = "http://127.0.0.1:9/events"\nsecret = "migrate-test"\n'))
@@ -51,7 +54,9 @@ def populate(tmp: Path, data_dir: Path) -> str:
                 assert api.post("/api/consents", json={  # a consent and its history
                     "msisdn": "+905321000040", "status": "ONAY",
                     "recipient_type": "BIREYSEL"}).status_code == 201
-                campaign = api.post("/api/campaigns", json={"list": "people", "body": "hi"})
+                with server.client(limited) as charged:
+                    campaign = charged.post("/api/campaigns", json={"list": "people",
+                                                                    "body": "hi"})
                 assert campaign.status_code == 202, campaign.text
                 ref = send(api, "+905321009999", "a long one " * 20)  # parts
                 # The simulator delivers most, fails some: any final report will do.
