@@ -40,7 +40,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     data = tmp / "data"
     data.mkdir()
     cfg = provider_config(tmp / "cfg.toml", sim.url, rate_per_s=20, concurrency=4,
-                          sending="submit_timeout_s = 1.0")
+                          sending="submit_timeout_s = 2.5")  # room on a busy host
     server = Server(data, config=cfg).start()
     key = create_account(data, "acme")
     try:
@@ -90,7 +90,7 @@ def test_permanent_refusals_are_final_and_never_resent(rig: Rig) -> None:
 
 
 def test_timeout_after_sending_is_uncertain_and_not_resent(rig: Rig) -> None:
-    rig.sim.script([{"hang_s": 3, "silent": True}])
+    rig.sim.script([{"hang_s": 6, "silent": True}])
     ref = send(rig.api, "+905321230006")
     shown = wait_state(rig.api, ref, "UNCERTAIN")
     assert "outcome unknown" in shown["error"]
