@@ -13,6 +13,13 @@ sample list with a few duplicates and bad lines queued for import, and, once the
 import is done, two campaigns to that list: one through ``sim``, one through ``smsc``
 (a long Turkish text: UCS-2, concatenated). Then it serves until Ctrl-C.
 
+A third provider, ``quiet``, is a second simulator that never pushes a report (its
+``--no-push``): it answers only ``GET /sms/status``. As soon as the server is up,
+:data:`QUIET_MESSAGES` single messages (numbers of their own, not in the sample list)
+go through it, and with ``pull = true`` and ``pull_after_s`` of
+:data:`QUIET_PULL_AFTER_S` the puller asks about them: within the demo's first minute
+every one of them is final, by pulls alone (the status line says how many).
+
 The port and the data dir are checked before anything is printed (a second demo on
 a busy port fails at once, without a banner). Logs go to ``appliance.log`` in the
 data dir; the terminal keeps the banner and one status line
@@ -56,6 +63,13 @@ DEMO_SMSC = SmscBehaviour(
     fail_segment_rate=0.05,
 )
 SMPP_PROVIDER = "smsc"
+QUIET_PROVIDER = "quiet"  # never pushes: its reports come by pulls only
+QUIET_MESSAGES = 100
+QUIET_BODY = "Hello from the appliance demo: this provider reports only when asked"
+QUIET_PULL_AFTER_S = 10.0
+DEMO_QUIET = replace(DEMO_BEHAVIOUR, push_rate=0.0, silent_rate=0.0, throttle_rate=0.0,
+                     unknown_ref_rate=0.0, early_reports=0.0, duplicate_rate=0.0,
+                     reorder_rate=0.0)
 SMPP_BODY = ("Değerli müşterimiz, bu mesaj SMPP üzerinden geldi: Türkçe karakterler"
              " (ç ğ ı ş İ) UCS-2 ile ve birden çok parça halinde gönderilir.")
 
@@ -85,10 +99,21 @@ def sample_list(count: int, seed: int = 7) -> str:
     return "\n".join(lines) + "\n"
 
 
-def demo_settings(base: Settings, sim_port: int, smpp_port: int | None = None) -> Settings:
+def quiet_numbers(count: int = QUIET_MESSAGES) -> list[str]:
+    """The numbers of the messages through ``quiet`` (E.164): none of them is in
+    :func:`sample_list` (its seven last digits there stay below 9,000,000)."""
+    return [f"+905{3 + i % 3}{i % 10}9{i:06d}" for i in range(count)]
+
+
+def demo_settings(base: Settings, sim_port: int, smpp_port: int | None = None,
+                  quiet_port: int | None = None) -> Settings:
     sim = ProviderSettings(name="sim", kind="simulator", base_url=f"http://127.0.0.1:{sim_port}",
                            rate_per_s=200.0, concurrency=8)
     providers = {**base.providers, "sim": sim}
+    if quiet_port is not None:
+        providers[QUIET_PROVIDER] = ProviderSettings(
+            name=QUIET_PROVIDER, kind="simulator", base_url=f"http://127.0.0.1:{quiet_port}",
+            rate_per_s=50.0, concurrency=2, pull=True, pull_after_s=QUIET_PULL_AFTER_S)
     if smpp_port is not None:
         providers[SMPP_PROVIDER] = ProviderSettings(
             name=SMPP_PROVIDER, kind="smpp", rate_per_s=100.0, options={
@@ -140,20 +165,50 @@ def _console_user(appliance: Any, account_id: int, now: int) -> str | None:
     return password
 
 
+def _wait_for_job(client: httpx.Client, job_id: int, stop: threading.Event) -> bool:
+    """Whether the import ``job_id`` ended (``False``: the demo is stopping)."""
+    while not stop.wait(0.5):
+        try:
+            job = client.get(f"/api/jobs/{job_id}").json()
+        except (httpx.HTTPError, ValueError):
+            continue
+        if job.get("state") in ("DONE", "FAILED", "CANCELLED"):
+            return True
+    return False
+
+
+def send_quiet(client: httpx.Client, stop: threading.Event) -> int:
+    """The single messages through ``quiet``, once the server takes them (each with its
+    idempotency key: a reused data dir gets no second copy); how many were taken."""
+    taken = 0
+    for i, number in enumerate(quiet_numbers()):
+        while not stop.is_set():
+            try:
+                answer = client.post(
+                    "/api/messages", headers={"Idempotency-Key": f"demo-quiet-{i}"},
+                    json={"to": number, "body": QUIET_BODY, "provider": QUIET_PROVIDER})
+            except httpx.HTTPError:
+                stop.wait(0.5)  # not up yet
+                continue
+            if answer.status_code >= 500:  # starting, or busy: again
+                stop.wait(0.5)
+                continue
+            taken += answer.status_code == 202
+            break
+    log.info("demo messages through a provider that never pushes", extra={"taken": taken})
+    return taken
+
+
 def start_campaign(url: str, key: str, job_id: int, stop: threading.Event,
-                   smpp: bool = False) -> None:
+                   smpp: bool = False, quiet: bool = False) -> None:
     """Wait for the server and the import, then send a campaign to the list (and, with
-    ``smpp``, a second one through the SMPP provider)."""
+    ``smpp``, a second one through the SMPP provider). With ``quiet``, first the single
+    messages through the provider that never pushes, as soon as the server is up."""
     headers = {"Authorization": f"Bearer {key}"}
     with outgoing_http.client(base_url=url, headers=headers, timeout=10) as client:
-        while not stop.wait(0.5):
-            try:
-                job = client.get(f"/api/jobs/{job_id}").json()
-            except (httpx.HTTPError, ValueError):
-                continue
-            if job.get("state") in ("DONE", "FAILED", "CANCELLED"):
-                break
-        else:
+        if quiet:
+            send_quiet(client, stop)
+        if not _wait_for_job(client, job_id, stop):
             return
         answer = client.post(
             "/api/campaigns", headers={"Idempotency-Key": f"demo-campaign-{job_id}"},
@@ -171,7 +226,7 @@ def start_campaign(url: str, key: str, job_id: int, stop: threading.Event,
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Data directory (default: a fresh temporary directory).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
-              help="TOML config file; the demo adds its providers 'sim' and 'smsc'.")
+              help="TOML config file; the demo adds its providers 'sim', 'smsc' and 'quiet'.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--sim-port", type=int, default=None, help="Simulator port (default: a free one).")
@@ -179,8 +234,9 @@ def start_campaign(url: str, key: str, job_id: int, stop: threading.Event,
               help="Lines in the sample list.")
 def demo_command(data_dir: str | None, config_file: str | None, host: str, port: int,
                  sim_port: int | None, contacts: int) -> None:
-    """Serve with the built-in provider simulators (HTTP and SMPP), a demo account, a list
-    and two campaigns.
+    """Serve with the built-in provider simulators (HTTP, HTTP without pushes, and SMPP),
+    a demo account, a list, two campaigns and single messages through the provider that
+    never pushes.
 
     Logs go to appliance.log in the data dir; the terminal shows the banner and one
     status line.
@@ -220,20 +276,23 @@ def _run_demo(directory: Path, config_file: str | None, host: str, port: int,
     setup_logging(base.log_format, base.log_level, base.log_full_numbers, path=log_file)
     sim_port = sim_port or free_port()
     smpp_port = free_port()
-    settings = demo_settings(base, sim_port, smpp_port)
+    quiet_port = free_port()
+    settings = demo_settings(base, sim_port, smpp_port, quiet_port)
     behaviour = replace(DEMO_BEHAVIOUR, inbound_url=f"http://{host}:{port}/inbound/sim")
     sim = SimulatorThread(behaviour, "127.0.0.1", sim_port, smsc=DEMO_SMSC,
                           smpp_port=smpp_port).start()
+    quiet = SimulatorThread(DEMO_QUIET, "127.0.0.1", quiet_port).start()
     key, job_id, password = prepare(settings, contacts)
     url = f"http://{host}:{port}"
     click.echo(banner(BannerFacts(directory, log_file, f"http://127.0.0.1:{sim_port}", url, key,
                                   job_id, password, command_name(),
-                                  f"127.0.0.1:{smpp_port}")), err=True)
+                                  f"127.0.0.1:{smpp_port}", f"http://127.0.0.1:{quiet_port}",
+                                  QUIET_PULL_AFTER_S)), err=True)
     click.echo(key)
     stop = threading.Event()
-    threading.Thread(target=start_campaign, args=(url, key, job_id, stop, True), daemon=True,
-                     name="demo-campaign").start()
-    status = StatusWriter(url, key).start()
+    threading.Thread(target=start_campaign, args=(url, key, job_id, stop, True, True),
+                     daemon=True, name="demo-campaign").start()
+    status = StatusWriter(url, key, pulled=(QUIET_PROVIDER, QUIET_MESSAGES)).start()
     try:
         run_server(settings, sock=sock, log_file=log_file)
     except DataDirLocked as exc:
@@ -241,5 +300,6 @@ def _run_demo(directory: Path, config_file: str | None, host: str, port: int,
     finally:
         stop.set()
         status.stop()
+        quiet.stop()
         sim.stop()
     click.echo(f"stopped; the data is in {directory} (logs: {log_file})", err=True)

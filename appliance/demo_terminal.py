@@ -4,9 +4,10 @@
 stays readable: the banner (where the data is, the console sign-in, commands to copy,
 the curl ones broken between words to fit 80 columns, then the API key, once, on stdout) and
 below it a single line, rewritten every second on a terminal, with the import jobs,
-the campaign's progress, messages sent per second, the live coverage and the report
-inbox. When the output is not a terminal (a pipe, a file) the line is printed afresh
-every :data:`PLAIN_EVERY_S` seconds instead.
+the campaign's progress, messages sent per second, the live coverage, how many of the
+messages of the provider that never pushes are final (by pulls: it reports nothing
+otherwise) and the report inbox. When the output is not a terminal (a pipe, a file) the
+line is printed afresh every :data:`PLAIN_EVERY_S` seconds instead.
 
 The figures come from the appliance's own HTTP API (``/api/jobs``, ``/api/campaigns``,
 ``/api/stats``) with the demo's key: the same numbers the console and scripts see.
@@ -35,6 +36,17 @@ TICK_S = 1.0
 PLAIN_EVERY_S = 30.0
 RATE_SPAN_S = 5.0
 UNSENT = ("QUEUED", "SENDING", "RETRY")
+PULLED_FINAL = re.compile(r'^appliance_report_pulls_total\{(?=[^}]*outcome="final")'
+                          r'(?=[^}]*provider="([^"]+)")[^}]*\} ([0-9.e+]+)$', re.M)
+
+
+def pulled_final(metrics: str, provider: str) -> int | None:
+    """The provider's messages a pull found final, from ``/metrics``' text (``None``:
+    the puller does not ask it)."""
+    for found in PULLED_FINAL.finditer(metrics):
+        if found.group(1) == provider:
+            return int(float(found.group(2)))
+    return None
 
 
 def command_name() -> str:
@@ -56,6 +68,8 @@ class BannerFacts:
     password: str | None
     command: str
     smsc: str = ""  # host:port of the SMSC simulator, when the demo runs one
+    quiet_url: str = ""  # the simulator that never pushes, when the demo runs one
+    quiet_pull_after_s: float = 0.0
 
 
 BANNER_WIDTH = 79  # a curl line longer than this is cut between words, with a backslash
@@ -101,6 +115,9 @@ def banner(f: BannerFacts) -> str:
     backup = shlex.quote(str(backup_suggestion(f.data_dir)))
     smsc = (f"  smsc       {f.smsc}  (SMPP 3.4: the second campaign, provider smsc,\n"
             "             long Turkish text in UCS-2 parts)\n") if f.smsc else ""
+    quiet = (f"  quiet      {f.quiet_url}  (never pushes: provider quiet's\n"
+             f"             messages are asked about {f.quiet_pull_after_s:g} s after"
+             " sending)\n") if f.quiet_url else ""
     tries = "\n".join([
         shell_lines(["curl", "-s", *auth, f"{f.url}/api/jobs/{f.job_id}"]),
         shell_lines(["curl", "-s", *auth, "-H 'Content-Type: application/json'",
@@ -116,7 +133,7 @@ appliance demo
   logs       {f.log_file}
   simulator  {f.sim_url}  (the Vonage format,
              early, repeated and reordered receipts)
-{smsc}  console    {f.url}/{user}
+{smsc}{quiet}  console    {f.url}/{user}
 
 try:
 {tries}
@@ -140,6 +157,17 @@ class StatusLine:
     campaigns: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     samples: deque[tuple[float, int]] = field(default_factory=deque)
+    pulled: tuple[str, int] = ("", 0)  # a provider that never pushes, messages sent to it
+    pulled_final: int | None = None  # its messages a pull found final
+
+    def pulled_text(self) -> str | None:
+        """``quiet 97/100 final by pulls``: the provider's messages a status request
+        found final (``appliance_report_pulls_total{outcome="final"}``), of those the
+        demo sent through it. The provider pushes nothing: pulls are its only reports."""
+        name, sent = self.pulled
+        if not name or self.pulled_final is None:
+            return None
+        return f"{name} {_num(self.pulled_final)}/{_num(sent)} final by pulls"
 
     def sent(self) -> int:
         return sum(sum(n for s, n in c["counts"].items() if s not in UNSENT)
@@ -175,6 +203,9 @@ class StatusLine:
         live = self.stats.get("live")
         if live is not None:
             parts.append(f"coverage {_pct(live['coverage_pct'])} live")
+        pulled = self.pulled_text()
+        if pulled is not None:
+            parts.append(pulled)
         inbox = self.stats.get("inbox")
         if inbox is not None:
             parts.append(f"inbox {_num(int(inbox['waiting']))}")
@@ -185,13 +216,14 @@ class StatusWriter:
     """A thread that keeps the status line current until :meth:`stop`."""
 
     def __init__(self, url: str, key: str, out: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 pulled: tuple[str, int] = ("", 0)) -> None:
         self.url = url
         self.key = key
         self.out = out or sys.stderr
         self.tty = self.out.isatty()
         self.clock = clock
-        self.status = StatusLine()
+        self.status = StatusLine(pulled=pulled)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="demo-status", daemon=True)
         self._written = False
@@ -219,6 +251,9 @@ class StatusWriter:
             self.status.jobs = client.get("/api/jobs").json()["jobs"]
             self.status.campaigns = client.get("/api/campaigns").json()["campaigns"]
             self.status.stats = client.get("/api/stats").json()
+            if self.status.pulled[0]:
+                self.status.pulled_final = pulled_final(client.get("/metrics").text,
+                                                        self.status.pulled[0])
         except (httpx.HTTPError, ValueError, KeyError):
             return False  # not up yet, or stopping
         self.status.add_sample(self.clock())

@@ -7,7 +7,13 @@ import re
 import tempfile
 from pathlib import Path
 
-from appliance.demo_terminal import BannerFacts, StatusLine, backup_suggestion, banner
+from appliance.demo_terminal import (
+    BannerFacts,
+    StatusLine,
+    backup_suggestion,
+    banner,
+    pulled_final,
+)
 
 
 def test_the_banner_names_the_data_dir_the_log_and_ready_commands() -> None:
@@ -59,3 +65,25 @@ def test_the_banner_fits_80_columns_shows_the_key_once_and_backs_up_outside_the_
     assert beside == Path("/tmp/appliance-demo-abc-backup.db")
     inside = backup_suggestion(tmp_path / "demo-data", cwd=tmp_path)
     assert inside.parent == Path(tempfile.gettempdir()) and tmp_path not in inside.parents
+
+
+def test_the_status_line_counts_the_finals_of_the_provider_that_never_pushes() -> None:
+    metrics = (
+        '# TYPE appliance_report_pulls counter\n'
+        'appliance_report_pulls_total{provider="quiet",outcome="pending"} 12.0\n'
+        'appliance_report_pulls_total{provider="quiet",outcome="final"} 89.0\n'
+        'appliance_report_pulls_total{outcome="final",provider="sim"} 3.0\n')
+    assert pulled_final(metrics, "quiet") == 89 and pulled_final(metrics, "sim") == 3
+    assert pulled_final(metrics, "smsc") is None
+    status = StatusLine(pulled=("quiet", 100))
+    assert "by pulls" not in status.text()  # not read yet
+    status.pulled_final = 89
+    assert "quiet 89/100 final by pulls" in status.text()
+    assert "by pulls" not in StatusLine().text()  # no such provider, no such part
+    facts = BannerFacts(Path("/tmp/d"), Path("/tmp/d/x.log"), "http://127.0.0.1:9",
+                        "http://127.0.0.1:8080", "apl_K", 1, "pw", "appliance",
+                        "127.0.0.1:40000", "http://127.0.0.1:40001", 10.0)
+    text = banner(facts)
+    assert "quiet      http://127.0.0.1:40001  (never pushes" in text
+    assert "asked about 10 s after sending" in text
+    assert all(len(line) < 80 for line in text.splitlines() if "quiet" in line)

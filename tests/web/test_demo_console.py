@@ -196,6 +196,39 @@ def test_the_banners_doctor_and_backup_commands_work_as_printed(demo: TerminalDe
     assert Path(backup.stdout.strip().splitlines()[-1]).is_file()
 
 
+def test_the_provider_that_never_pushes_has_every_message_final_by_pulls(
+        demo: TerminalDemo) -> None:
+    from appliance.demo import QUIET_MESSAGES, QUIET_PROVIDER, quiet_numbers
+
+    key = demo.banner_value(r"API key\s+(apl_\S+)")
+    assert re.search(r"quiet\s+http://127\.0\.0\.1:\d+\s+\(never pushes", demo.output())
+    headers = {"Authorization": f"Bearer {key}"}
+    reported = {"DELIVERED", "FAILED", "EXPIRED"}
+
+    def final(number: str) -> dict[str, Any] | None:
+        try:
+            found = httpx.get(demo.url + "/api/messages", params={"msisdn": number},
+                              headers=headers, timeout=5).json()["messages"]
+        except (httpx.HTTPError, ValueError, KeyError):
+            return None
+        return found[0] if found and found[0]["state"] in reported else None
+
+    # Asked 10 s after sending, 100 refs a request: final within the demo's first
+    # minute and a half, however long the tests before took.
+    left = max(5.0, 90 - (time.monotonic() - demo.started))
+    last = wait_for(lambda: final(quiet_numbers()[-1]), left, interval=0.5,
+                    message="the last quiet message final")
+    wait_for(lambda: f"quiet {QUIET_MESSAGES}/{QUIET_MESSAGES} final by pulls"
+             in demo.output(), 30, message="every quiet message final, on the status line")
+    for number in (quiet_numbers()[0], quiet_numbers()[QUIET_MESSAGES // 2]):
+        first = final(number)
+        assert first is not None and first["provider"] == QUIET_PROVIDER
+    message = httpx.get(f"{demo.url}/api/messages/{last['ref']}", headers=headers,
+                        timeout=5).json()
+    sources = {entry["source"] for entry in message["history"]}
+    assert message["pulls"] >= 1 and sources == {"pull"}, message
+
+
 @pytest.mark.serial  # times itself: run alone (Makefile)
 def test_ctrl_c_stops_the_demo_within_3_s_while_it_sends_without_a_traceback(
         demo: TerminalDemo) -> None:
