@@ -34,6 +34,7 @@ import uvicorn
 from appliance import retention
 from appliance.config import Settings, ensure_data_dir
 from appliance.imports import worker as import_worker
+from appliance.inbound import poll as inbound_poll
 from appliance.logs import setup_logging
 from appliance.ops.backup import install as backups
 from appliance.ops.backup.restore import pending_restore
@@ -139,6 +140,7 @@ def assemble(runtime: Runtime, intake: socket.socket | None = None,
     worker, wake_imports = import_worker.install(runtime)
     report_loops.install(runtime, providers)
     pulls = puller.install(runtime, providers)
+    inbound_poll.install(runtime, providers)
     retention.install(runtime)
     sending = sender.install(runtime, providers, credit.install(runtime, providers))
     campaigns = expansion.install(runtime, sending.wake)

@@ -57,6 +57,8 @@ class ProviderSettings:
     # Requests a second, sends and pulls together; 0: the kind's published limit.
     requests_per_s: float = 0.0
     batch_max: int = 100  # messages in one request, for kinds that take many
+    # How often a provider that keeps inbound messages until asked (Netgsm) is asked.
+    inbound_poll_s: float = 60.0
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __init__(self, name: str, kind: str, *, base_url: str = "",
@@ -66,7 +68,7 @@ class ProviderSettings:
                  national_language_prefixes: tuple[str, ...] = ("+90",),
                  pull: bool | None = None, pull_after_s: float = 900.0,
                  pull_rate_per_s: float = 1.0, requests_per_s: float = 0.0,
-                 batch_max: int = 100,
+                 batch_max: int = 100, inbound_poll_s: float = 60.0,
                  options: Mapping[str, Any] | None = None, **kind_keys: Any) -> None:
         values = {"name": name, "kind": kind, "base_url": base_url, "sender": sender,
                   "rate_per_s": rate_per_s, "concurrency": concurrency,
@@ -75,7 +77,7 @@ class ProviderSettings:
                   "national_language_prefixes": national_language_prefixes,
                   "pull": pull, "pull_after_s": pull_after_s,
                   "pull_rate_per_s": pull_rate_per_s, "requests_per_s": requests_per_s,
-                  "batch_max": batch_max,
+                  "batch_max": batch_max, "inbound_poll_s": inbound_poll_s,
                   "options": {**(options or {}), **kind_keys}}
         for key, value in values.items():
             object.__setattr__(self, key, value)
@@ -107,7 +109,8 @@ class ProviderSettings:
 SHARED_PROVIDER_SETTINGS = ("base_url", "sender", "rate_per_s", "concurrency",
                             "dedupes_on_ref", "max_parts", "national_language",
                             "national_language_prefixes", "pull", "pull_after_s",
-                            "pull_rate_per_s", "requests_per_s", "batch_max")
+                            "pull_rate_per_s", "requests_per_s", "batch_max",
+                            "inbound_poll_s")
 """The keys of a provider table every kind may read (each kind says which it does)."""
 
 

@@ -30,6 +30,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "coverage_min_pct": (0, 100),
     "batch_max": (1, 10_000),
     "pull_rate_per_s": (0.001, 10_000),
+    "inbound_poll_s": (1, 86_400),
 }
 """Settings whose value must lie in a range (both ends allowed), by key."""
 

@@ -3,12 +3,13 @@
 Some aggregators never push an inbound message: they keep it until asked (Netgsm's
 inbound query). A kind whose provider does gives its adapter the :class:`InboundQuery`
 verbs, and its declaration says ``inbound_query=True``. Like a wire format they do no
-I/O: the loop that asks (the one that pulls reports) carries the request over the
-provider's transport out of its ``requests_per_s``, stores the answer raw first (as an
-inbound webhook's body), and files the messages it yields as the inbound route does
-(:class:`~appliance.providers.callbacks.InboundMessage`: suppression on STOP/RET, the
-webhook event). A provider that lists a message in every answer whose window holds it
-gives the same ``provider_msg_id`` each time, so a window asked twice files it once.
+I/O: the loop that asks (``inbound_poll``, :mod:`appliance.inbound.poll`, beside the one
+that pulls reports) carries the request over the provider's transport out of its
+``requests_per_s``, stores the answer raw first (as an inbound webhook's body), and
+files the messages it yields as the inbound route does
+(:class:`~appliance.providers.callbacks.InboundMessage`: suppression on STOP/RET). A
+provider that lists a message in every answer whose window holds it gives the same
+``provider_msg_id`` each time, so a window asked twice files it once.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ class InboundAnswer:
 
 
 class InboundQuery(ProviderPart, ABC):
-    """A provider whose inbound messages are fetched by asking, over a time window."""
+    """A provider whose inbound messages are fetched by asking, over a time window
+    (asked by :mod:`appliance.inbound.poll`). ``inbound_window_max_s``: the longest
+    window one query may name; a longer one is asked in parts."""
+
+    inbound_window_max_s: float = 7 * 86_400.0
 
     @abstractmethod
     def build_inbound_request(self, since_ms: int, until_ms: int) -> httpx.Request:

@@ -123,6 +123,7 @@ class NetgsmAdapter(NetgsmWire, StatusQuery, CreditQuery, InboundQuery):
     kind = "netgsm"
     # One query names one bulk id and lists every number of it.
     status_batch_max: int = 1000
+    inbound_window_max_s: float = 30 * 86_400.0  # gelensms: dates at most 30 days apart
     status_per_minute: int = 10  # the reference: code 80 past 10 report queries a minute
     # The reference: reports can be queried "son 3 aya kadar" (up to three months back).
     answers_within_s: float | None = 90 * 86400.0
