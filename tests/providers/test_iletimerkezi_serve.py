@@ -68,7 +68,10 @@ callback_token = "t0ken"
 
 def config(path: Path, base_url: str, token: str = "t0ken") -> Path:
     token_line = f'callback_token = "{token}"\n' if token else ""
-    path.write_text(f"""[providers.im]
+    path.write_text(f"""[sending]
+blocked_retry_s = 1  # a held lane tries again at once here
+
+[providers.im]
 kind = "iletimerkezi"
 base_url = "{base_url}"
 key = "{KEY}"

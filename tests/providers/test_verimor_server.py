@@ -18,7 +18,10 @@ TOKEN = "tok-3f9a1c"
 
 def config(path: Path, base_url: str, token: str = TOKEN, extra: str = "") -> Path:
     token_line = f'callback_token = "{token}"\n' if token else ""
-    path.write_text(f"""[providers.vr]
+    path.write_text(f"""[sending]
+blocked_retry_s = 1  # a held lane tries again at once here
+
+[providers.vr]
 kind = "verimor"
 base_url = "{base_url}"
 username = "908501234567"
