@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import socket
-import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -47,11 +45,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from xml.etree import ElementTree
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+
+from appliance.simulator.app_thread import AppThread
 
 TRT = timedelta(hours=3)
 MAX_TEXT = 917  # the reference: "Standart maksimum karakter sayısı 917"
@@ -338,34 +337,20 @@ class NetgsmFake:
         ])
 
 
-class RunningFake:
+class RunningFake(AppThread):
     """A :class:`NetgsmFake` served on 127.0.0.1 in a thread (``with`` it)."""
 
     def __init__(self, fake: NetgsmFake) -> None:
+        super().__init__(fake.app(), "the fake Netgsm")
         self.fake = fake
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port: int = self._sock.getsockname()[1]
-        config = uvicorn.Config(fake.app(), log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run,
-                                        kwargs={"sockets": [self._sock]}, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.url
 
     def __enter__(self) -> RunningFake:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the fake Netgsm did not start")
-            time.sleep(0.01)
+        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._sock.close()
+        self.stop()

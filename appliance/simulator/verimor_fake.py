@@ -35,8 +35,6 @@ import asyncio
 import itertools
 import json
 import re
-import socket
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -44,12 +42,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+from appliance.simulator.app_thread import AppThread
 
 LIMITS = {"0": (160, 306, 459, 612, 765, 918, 1071), "1": (155, 298, 447, 596, 745, 894, 1043),
           "2": (70, 134, 201, 268, 335, 402, 469)}
@@ -294,34 +293,20 @@ class VerimorFake:
         ])
 
 
-class RunningFake:
+class RunningFake(AppThread):
     """A :class:`VerimorFake` served on 127.0.0.1 in a thread (``with`` it)."""
 
     def __init__(self, fake: VerimorFake) -> None:
+        super().__init__(fake.app(), "the fake Verimor")
         self.fake = fake
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port: int = self._sock.getsockname()[1]
-        config = uvicorn.Config(fake.app(), log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run,
-                                        kwargs={"sockets": [self._sock]}, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.url
 
     def __enter__(self) -> RunningFake:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the fake Verimor did not start")
-            time.sleep(0.01)
+        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._sock.close()
+        self.stop()
