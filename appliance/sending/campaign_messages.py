@@ -18,7 +18,7 @@ from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.consents import NO_CONSENT, consented_numbers
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.sending.campaigns import COLUMNS, PRIORITY_NORMAL, Campaign, campaign_of_row
-from appliance.sending.duplicates import DUPLICATE_TODAY, dup_key, live_keys
+from appliance.sending.duplicates import DUPLICATE_TODAY, DayKeys, live_keys
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
 
@@ -76,6 +76,7 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     segs: dict[tuple[str, bool], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
     keys: list[str | None] = []
+    day_keys = None if sender is None else DayKeys(campaign.account_id, sender, due)
     for _cid, msisdn, name, suppressed in contacts:
         consent = consented is None or msisdn in consented
         text = template.render(None if name is None else str(name))
@@ -92,8 +93,8 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
             state, error = "REJECTED", (f"the personalised text needs {seg.count} parts,"
                                         f" more than the provider's max_parts ({max_parts})")
         # IYS-4 (sender given: country TR): keyed, so a repeat today is found below.
-        keys.append(dup_key(campaign.account_id, str(msisdn), sender, due, text)
-                    if sender is not None and state == "QUEUED" else None)
+        keys.append(day_keys.of(str(msisdn), text)
+                    if day_keys is not None and state == "QUEUED" else None)
         rows.append((new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
                      text, state, error, due, now_ms, now_ms,
                      now_ms if state != "QUEUED" else None, seg.encoding, seg.count,
