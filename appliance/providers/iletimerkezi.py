@@ -14,7 +14,12 @@ sms_service.py``, ``report_service.py``, ``account_service.py``,
 Send: ``POST {base_url}/send-sms/json`` with ``{"request": {"authentication": {"key",
 "hash"}, "order": {"sender", "sendDateTime", "iys", "iysList", "message": {"text",
 "receipents": {"number": [...]}}}}}`` (the API's own spelling, ``receipents``). One
-order carries one text to many numbers (:class:`BatchWireFormat`). The answer is
+order carries one text to many numbers (:class:`BatchWireFormat`). ``iys`` says whether
+İletimerkezi checks each number's consent in İYS (``"1"``: a commercial message; ``"0"``:
+not checked, ``iysList`` then ignored) and ``iysList`` which list (``BIREYSEL`` or
+``TACIR``): per message, from its type and its recipient type with ``[compliance]``
+(:mod:`.iys`), else from the table's options. The documentation has no brand code field
+(the brand is the account's). The answer is
 ``{"response": {"status": {"code", "message"}, "order": {"id"}}}``; the same code is the
 answer's HTTP status. The order id is per request, so a message's provider id is the
 pair ``"<order id>:<number>"`` (the number as E.164 digits), recorded with the
@@ -66,6 +71,7 @@ from .iletimerkezi_codes import (
     report_state,
     send_outcome,
 )
+from .iys import one_iys
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 
 REPORT_ROWS = 1000
@@ -81,7 +87,8 @@ class IletimerkeziAdapter(ProviderAdapter, BatchWireFormat, StatusQuery, CreditQ
     Options: ``key`` and ``hash`` (the API key and the hash the panel makes of it and
     the secret key: ``authentication.key``/``hash``); ``iys`` (bool, default true:
     İletimerkezi checks each number's İYS consent, as commercial messages require) and
-    ``iys_list`` (``BIREYSEL`` or ``TACIR``); ``credit`` (``sms``: the account's SMS
+    ``iys_list`` (``BIREYSEL`` or ``TACIR``), for messages without ``[compliance]`` (a
+    message with it says its own); ``credit`` (``sms``: the account's SMS
     credits, or ``amount``: its TL balance, as the account is billed);
     ``callback_token`` (the token the webhook URL carries).
     """
@@ -128,11 +135,15 @@ class IletimerkeziAdapter(ProviderAdapter, BatchWireFormat, StatusQuery, CreditQ
         texts = {m.body for m in msgs}
         if len(texts) != 1:
             raise ValueError("an İletimerkezi order carries one text")
+        iys = one_iys(m.iys for m in msgs)
+        checked = self.option_bool("iys") if iys is None else iys.commercial
+        listed = self.option_str("iys_list") if iys is None or not iys.commercial \
+            else iys.recipient_type
         order = {
             "sender": self.settings.sender,
             "sendDateTime": "",
-            "iys": "1" if self.option_bool("iys") else "0",
-            "iysList": self.option_str("iys_list"),
+            "iys": "1" if checked else "0",
+            "iysList": listed,
             "message": {"text": msgs[0].body,
                         "receipents": {"number": [number_of(m.msisdn) for m in msgs]}},
         }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from appliance.states import UNKNOWN_WORD_STATE
 
+from .iys import IYS_ERROR
 from .outcome import Outcome, SubmitResult, blocked, short
 
 CODE_TEXT: dict[int, str] = {
@@ -102,6 +103,7 @@ WORD_STATES: dict[str, str] = {
 """The webhook's status words (and the pulled codes' words) as our report states."""
 
 IYS_CODES = frozenset({468, 469, 470})
+"""Refused for İYS: the message ends ``REJECTED`` with ``error_kind`` ``"iys"``."""
 
 
 def code_text(code: int) -> str:
@@ -127,7 +129,8 @@ def send_outcome(code: int, message: str, *, many: bool) -> Outcome:
                            error=short(f"order of many refused: {said}"))
         return Outcome(SubmitResult.REJECTED, error=error)
     if code in PERMANENT:
-        return Outcome(SubmitResult.REJECTED, error=error)
+        return Outcome(SubmitResult.REJECTED, error=error,
+                       error_kind=IYS_ERROR if code in IYS_CODES else None)
     if code in TRANSIENT or (500 <= code < 600 and code != 504):
         return Outcome(SubmitResult.RETRY, retry_after_s=60.0, error=error)
     return Outcome(SubmitResult.UNCERTAIN, error=error)

@@ -4,7 +4,13 @@ Submit: ``POST {base_url}/sms/2/text/advanced`` with ``Authorization: App <api_k
 and a JSON body of one message, one destination. Our ref travels twice: as the
 destination's ``messageId`` (Infobip then uses it as its own id) and as
 ``callbackData`` (echoed verbatim in every report). The answer lists
-``messages[].status`` whose ``groupName`` says whether it was taken.
+``messages[].status`` whose ``groupName`` says whether it was taken. A commercial message
+with ``[compliance]`` (:mod:`.iys`) carries ``regional.turkeyIys {brandCode,
+recipientType}`` ("IYS regulations specific parameters required for sending promotional
+SMS to phone numbers registered in Turkey": ``TurkeyIysOptions`` of Infobip's own
+client, ``infobip/infobip-api-java-client``, ``src/main/java/com/infobip/model/
+TurkeyIysOptions.java``; ``brandCode`` an integer, the account's default when absent,
+``recipientType`` ``TACIR`` or ``BIREYSEL``); a transactional one carries none.
 
 Reports: Infobip POSTs JSON ``{"results": [...]}`` to the per-message ``notifyUrl``, in
 batches (up to 100 by default). Infobip does not sign them, so the callback proves itself
@@ -57,6 +63,7 @@ from .base import (
 )
 from .http_kind import http_kind
 from .inbound import text_field
+from .iys import Iys
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 
 # Submit answer status groups that mean "taken".
@@ -73,6 +80,16 @@ GROUP_STATES = {
     "EXPIRED": "EXPIRED",
     "REJECTED": "REJECTED",
 }
+
+def turkey_iys(iys: Iys) -> dict[str, Any]:
+    """``regional.turkeyIys`` of a commercial message: its ``recipientType`` and the
+    brand's ``brandCode`` (an integer; left out when ``[compliance] iys_brand_code`` is
+    empty or not a number: Infobip then uses the account's default)."""
+    out: dict[str, Any] = {"recipientType": iys.recipient_type}
+    if iys.brand_code.isdigit():
+        out["brandCode"] = int(iys.brand_code)
+    return out
+
 
 class InfobipAdapter(ProviderAdapter, StatusQuery):
     """Infobip SMS API (``kind = "infobip"``).
@@ -118,6 +135,8 @@ class InfobipAdapter(ProviderAdapter, StatusQuery):
         }
         if self.option_bool("intermediate_reports"):
             message["intermediateReport"] = True
+        if msg.iys is not None and msg.iys.commercial:
+            message["regional"] = {"turkeyIys": turkey_iys(msg.iys)}
         return {"messages": [message]}
 
     def build_request(self, msg: OutgoingMessage) -> httpx.Request:

@@ -140,7 +140,8 @@ ENCODING = {"GSM-7 Turkish": "TR"}
 (the reference: "Türkçe karakter desteği isteniyorsa bu alana TR girilmeli"), else left
 empty."""
 
-IYS_FILTERS = ("0", "11", "12")
+NOT_COMMERCIAL, TO_INDIVIDUALS, TO_TRADERS = "0", "11", "12"
+IYS_FILTERS = (NOT_COMMERCIAL, TO_INDIVIDUALS, TO_TRADERS)
 """``filter``: 0 not commercial, 11 commercial to individuals (İYS-checked), 12
 commercial to merchants (İYS-checked)."""
 

@@ -22,9 +22,14 @@ report query, the balance and inbound in :mod:`.netgsm`.
       <body><msg><![CDATA[the text]]></msg><no>905321234567</no><no>…</no></body>
     </mainbody>
 
-One text to one number, or to many (``1:n``: one ``<no>`` each). Numbers go as the
-reference writes them: ``90…`` for Türkiye (its report gives them back so), ``00`` and
-the country code abroad.
+One text to one number, or to many (``1:n``: one ``<no>`` each). ``filter`` (the
+reference: "Ticari içerikli ileti gönderimi yapmıyorsanız 0 gönderilmelidir"): ``0`` a
+message that is not commercial, ``11`` commercial to an individual (İYS-checked), ``12``
+commercial to a trader; per message from its type and its recipient type with
+``[compliance]`` (:mod:`.iys`), else the table's ``iys_filter``. The reference's send has
+no brand code field (the İYS brand is the subscription's: code ``51`` without one).
+Numbers go as the reference writes them: ``90…`` for Türkiye (its report gives them back
+so), ``00`` and the country code abroad.
 
 **Answer**: plain text ``<code> <bulk id>`` (``00 1311033503``) when the task was made
 (codes ``00``, ``01``, ``02``), else the code alone (``30``); or, from newer accounts,
@@ -49,7 +54,16 @@ from appliance.config import OptionValue
 from .adapter import ProviderAdapter
 from .batch import BatchWireFormat
 from .callback_token import CALLBACK_TOKEN
-from .netgsm_codes import ENCODING, IYS_FILTERS, SEND_CODES, SendVerdict
+from .iys import IYS_ERROR, TACIR, one_iys
+from .netgsm_codes import (
+    ENCODING,
+    IYS_FILTERS,
+    NOT_COMMERCIAL,
+    SEND_CODES,
+    TO_INDIVIDUALS,
+    TO_TRADERS,
+    SendVerdict,
+)
 from .outcome import Outcome, OutgoingMessage, SubmitResult, blocked, short
 
 SEND_PATH = "/sms/send/xml"
@@ -120,7 +134,8 @@ class NetgsmWire(ProviderAdapter, BatchWireFormat):
     Options: ``usercode`` and ``password`` (the API user of Netgsm's panel, as the API
     names them), ``callback_token`` (Netgsm pushes nothing the appliance reads, but the
     callback and inbound routes of a kind that signs nothing take a push only with it),
-    ``iys_filter`` (``"0"``, ``"11"`` or ``"12"``: the ``filter`` every send carries).
+    ``iys_filter`` (``"0"``, ``"11"`` or ``"12"``: the ``filter`` of a message without
+    ``[compliance]``; a message with it says its own).
     """
 
     OPTIONS: ClassVar[Mapping[str, OptionValue]] = {
@@ -151,9 +166,18 @@ class NetgsmWire(ProviderAdapter, BatchWireFormat):
                 '<company dil="TR">Netgsm</company>'
                 f"{self.credentials_xml()}<type>1:n</type>"
                 f"<msgheader>{escape(self.settings.sender)}</msgheader>"
-                f"<filter>{self.option_str('iys_filter')}</filter>"
+                f"<filter>{self.filter_of(msgs)}</filter>"
                 f"<encoding>{ENCODING.get(first.encoding, '')}</encoding>"
                 f"</header><body><msg>{cdata(first.body)}</msg>{numbers}</body></mainbody>")
+
+    def filter_of(self, msgs: Sequence[OutgoingMessage]) -> str:
+        """``filter`` for these messages (one type and recipient type)."""
+        iys = one_iys(m.iys for m in msgs)
+        if iys is None:
+            return self.option_str("iys_filter")
+        if not iys.commercial:
+            return NOT_COMMERCIAL
+        return TO_TRADERS if iys.recipient_type == TACIR else TO_INDIVIDUALS
 
     def _send_request(self, msgs: Sequence[OutgoingMessage]) -> httpx.Request:
         return httpx.Request("POST", self.endpoint(SEND_PATH),
@@ -222,7 +246,8 @@ class NetgsmWire(ProviderAdapter, BatchWireFormat):
             return Outcome(SubmitResult.RETRY, retry_after_s=RETRY_AFTER_S,
                            error=short(f"{detail} (one number of a batch of {count})"))
         if verdict is SendVerdict.IYS:
-            return Outcome(SubmitResult.REJECTED, error=short(f"İYS: {detail}"))
+            return Outcome(SubmitResult.REJECTED, error=short(f"İYS: {detail}"),
+                           error_kind=IYS_ERROR)
         return Outcome(SubmitResult.REJECTED, error=detail)
 
     def _http_refusal(self, response: httpx.Response, text: str) -> Outcome:

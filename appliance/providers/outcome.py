@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .iys import Iys
+
 # Upper bound on what we keep of a provider's error text in an Outcome.
 _ERROR_MAX = 200
 
@@ -84,6 +86,9 @@ class Outcome:
     # lane holds, attempts are not counted, the alert ``provider_blocked`` names the
     # provider and the reason, and the lane tries again after ``retry_after_s``.
     blocked: str | None = None
+    # What kind of refusal a ``REJECTED`` outcome is: ``"iys"`` when the provider refused
+    # it for İYS (no consent, İYS-checked sending not open); ``None`` otherwise.
+    error_kind: str | None = None
 
     @classmethod
     def of_parts(cls, parts: tuple[PartOutcome, ...], error: str | None = None) -> Outcome:
@@ -122,7 +127,8 @@ class OutgoingMessage:
     for the HTTP kinds, which submit a message in one request. ``encoding`` is the one
     decided at acceptance (``"GSM-7"``, ``"GSM-7 Turkish"``, ``"UCS-2"``): a transport
     sends the parts the user was shown
-    (:func:`appliance.message_text.segments.segment_as`).
+    (:func:`appliance.message_text.segments.segment_as`). ``iys``: what the request says
+    about İYS for it (:mod:`.iys`), ``None`` without compliance (the table's options).
     """
 
     ref: str
@@ -131,7 +137,7 @@ class OutgoingMessage:
     callback_url: str
     skip_parts: frozenset[int] = frozenset()
     encoding: str = "GSM-7"
-
+    iys: Iys | None = None
 
 
 def short(text: str, limit: int = _ERROR_MAX) -> str:

@@ -72,6 +72,11 @@ SEND_ERRORS: dict[str, SendError] = {
 }
 """Every word the guide lists as a send's refusal (HTTP 400, the word as the body)."""
 
+IYS_SEND_ERRORS = frozenset({"MISSING_IYS_BRAND_CODE", "AHS_AUTHORIZATION_ERROR",
+                             "NO_AHS_BRAND_ERROR", "COMMERCIAL_SENDING_ERROR_UNDER_150K",
+                             "INVALID_IYS_RECIPIENT_TYPE"})
+"""Send refusals for İYS: the message ends ``REJECTED`` with ``error_kind`` ``"iys"``."""
+
 IP_NOT_ALLOWED_MARK = "IP"
 """An HTTP 401 whose text names the IP ("Hesabınızda izinli IP ayarları yapılmamış"):
 the address is not allow-listed in Verimor's SMS settings; any other 401 is the
@@ -98,6 +103,9 @@ REPORT_STATES: dict[str, str] = {
 """Every state the guide lists for a report or a status answer -> ours."""
 
 PENDING_STATES = frozenset({"SENDING", "WAITING"})
+
+IYS_STATES = frozenset({"NOT_ALLOWED_BY_IYS"})
+"""Report states that are İYS's refusal (no consent in İYS)."""
 
 GSM_ERRORS: dict[int, str] = {
     1: "EC_UNKNOWN_SUBSCRIBER",

@@ -14,7 +14,12 @@ joined the same way (the guide: "as many ids as numbers, else ignored"). Our ref
 message's ``id``, which every report echoes as ``message_custom_id``; a one-message
 request also gives it as the campaign's ``custom_id``, so it can be asked about even when
 the send's answer was lost. Numbers go as the guide writes them: ``905311234567`` for
-Türkiye, ``00`` and the country code abroad.
+Türkiye, ``00`` and the country code abroad. With ``[compliance]`` (:mod:`.iys`) a
+message says whether it is commercial, ``is_commercial`` (true or false), and a
+commercial one its ``iys_recipient_type`` (``BIREYSEL`` or ``TACIR``), which the guide
+requires for commercial sends; without it neither is sent, as before. The guide has no
+brand code field: it is the sender header's, set in the panel (``MISSING_IYS_BRAND_CODE``
+otherwise).
 
 **Answer**: ``200`` and the campaign id as plain text (``20212``); a refusal is ``400``
 and one word of the guide's table as the body ("HATA KODLARI"), or ``401`` with a text
@@ -52,10 +57,12 @@ from .adapter import ProviderAdapter
 from .batch import BatchWireFormat
 from .callback_token import CALLBACK_TOKEN, check_callback_token
 from .callbacks import CallbackRequest, ParsedReport, ReportParseError, report
+from .iys import IYS_ERROR, one_iys
 from .outcome import Outcome, OutgoingMessage, SubmitResult, blocked, short
 from .verimor_codes import (
     DATACODING,
     IP_NOT_ALLOWED_MARK,
+    IYS_SEND_ERRORS,
     REPORT_STATES,
     SEND_ERRORS,
     SendVerdict,
@@ -153,6 +160,11 @@ class VerimorWire(ProviderAdapter, BatchWireFormat):
         }
         if len(msgs) == 1:
             body["custom_id"] = first.ref
+        iys = one_iys(m.iys for m in msgs)
+        if iys is not None:
+            body["is_commercial"] = iys.commercial
+            if iys.commercial:
+                body["iys_recipient_type"] = iys.recipient_type
         return body
 
     def _send_request(self, msgs: Sequence[OutgoingMessage]) -> httpx.Request:
@@ -214,7 +226,8 @@ class VerimorWire(ProviderAdapter, BatchWireFormat):
                 # none was sent, all may go again.
                 return Outcome(SubmitResult.RETRY, error=short(f"{detail} (one number of"
                                                                f" a batch of {count})"))
-            return Outcome(SubmitResult.REJECTED, error=detail)
+            return Outcome(SubmitResult.REJECTED, error=detail,
+                           error_kind=IYS_ERROR if word in IYS_SEND_ERRORS else None)
         if code == 413:  # the guide: a request over 10 MB
             return Outcome(SubmitResult.REJECTED, error=short(label))
         generic = self.http_outcome(response, text)

@@ -58,6 +58,10 @@ class Claimed:
     priority: int = PRIORITY_HIGH
     window: SendWindow | None = None
     encoding: str = "GSM-7"  # as accepted (ENC-1): the transport sends it so
+    # IYS-2: commercial or transactional (None: not stated), and for a commercial one the
+    # recipient type of its number's consent record in force (None: no record).
+    message_type: str | None = None
+    recipient_type: str | None = None
 
     @property
     def skip_parts(self) -> frozenset[int]:
@@ -68,6 +72,20 @@ class Claimed:
         """Parts an earlier attempt left to send (empty: the whole message)."""
         return tuple(p for p, s in self.known_parts if s == PART_TO_SEND)
 
+
+
+# The recipient type (BIREYSEL, TACIR) a commercial message goes with to the providers
+# that take it (appliance.providers.iys): its number's consent record in force, read
+# here, in the claim's own select of the reserved rows (one statement for up to 500
+# messages, an index probe of consents' (account_id, msisdn) key for each commercial one)
+# rather than stored at acceptance: a record updated since (TACIR found to be an
+# individual) goes with the message, and the claim groups messages into requests by it
+# (ProviderLane.take_like). A RET committed after the claim still stops the message at
+# its mark (consent_gate); a change of type between the claim and the mark (under a
+# second) goes with the type read here.
+RECIPIENT_TYPE_SQL = (f"CASE WHEN message_type = '{COMMERCIAL}' THEN (SELECT k.recipient_type"
+                      " FROM consents k WHERE k.account_id = messages.account_id"
+                      " AND k.msisdn = messages.msisdn) END")
 
 
 def in_chunks(values: list[int]) -> Iterable[list[int]]:
@@ -230,7 +248,8 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
             marks = ",".join("?" * len(chunk))
             for r in conn.execute(
                     "SELECT id, ref, msisdn, body, attempts, parts, campaign_id, priority,"
-                    f" state, encoding FROM messages{by_id} WHERE id IN ({marks})"
+                    f" state, encoding, message_type, {RECIPIENT_TYPE_SQL}"
+                    f" FROM messages{by_id} WHERE id IN ({marks})"
                     " AND claimed_at = ?",
                     (*chunk, stamp)):
                 rows[as_int(r[0])] = r
@@ -253,7 +272,8 @@ def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
     camp = campaigns.get(cid) if cid is not None else None
     return Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]), int(r[5]),
                    tuple(earlier.get(int(r[0]), ())), cid, int(r[7]),
-                   camp.window if camp is not None else None, str(r[9]))
+                   camp.window if camp is not None else None, str(r[9]),
+                   None if r[10] is None else str(r[10]), None if r[11] is None else str(r[11]))
 
 
 def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,

@@ -274,7 +274,9 @@ class ProviderLane:
         """Up to ``most`` more reserved messages that may go in one request with
         ``first`` (just popped): from the same queue (its campaign's, the single
         messages', or the high-priority one), in their order, with the same text (after
-        personalisation) and encoding, and nothing of theirs at the provider yet."""
+        personalisation) and encoding, the same type and recipient type (one request
+        says one thing about İYS: :mod:`appliance.providers.iys`), and nothing of theirs
+        at the provider yet."""
         if most <= 0 or first.known_parts:
             return []
         high = first.priority == PRIORITY_HIGH
@@ -286,7 +288,9 @@ class ProviderLane:
         while queue and len(taken) < most:
             m = queue.popleft()
             alike = (m.body == first.body and m.encoding == first.encoding
-                     and not m.known_parts and m.window == first.window)
+                     and not m.known_parts and m.window == first.window
+                     and m.message_type == first.message_type
+                     and m.recipient_type == first.recipient_type)
             (taken if alike else kept).append(m)
         queue.extendleft(reversed(kept))
         if not high and not queue:

@@ -42,9 +42,11 @@ import time
 from dataclasses import replace
 
 from appliance.providers.base import Outcome, OutgoingMessage
+from appliance.providers.iys import BIREYSEL, RECIPIENT_TYPES, Iys
 from appliance.providers.registry import Providers
 from appliance.runtime import Runtime
 from appliance.sending.claims import Claimed, next_due_ms, release_claimed
+from appliance.sending.commercial import COMMERCIAL
 from appliance.sending.credit import CreditWatch
 from appliance.sending.held_lanes import HeldLanes
 from appliance.sending.provider_lane import ProviderLane
@@ -231,11 +233,25 @@ class Sender:
     async def _submit(self, lane: ProviderLane, msgs: list[Claimed]) -> list[Outcome]:
         callback = self.appliance.settings.callback_url(lane.name)
         out = [OutgoingMessage(ref=m.ref, msisdn=m.msisdn, body=m.body, callback_url=callback,
-                               skip_parts=m.skip_parts, encoding=m.encoding) for m in msgs]
+                               skip_parts=m.skip_parts, encoding=m.encoding,
+                               iys=self._iys(m)) for m in msgs]
         if len(out) == 1:
             return [await lane.transport.submit(out[0])]
         self.counters.batch_requests += 1
         return await lane.transport.submit_batch(out)
+
+
+    def _iys(self, msg: Claimed) -> Iys | None:
+        """What ``msg`` says to its provider about İYS (IYS-2): with ``[compliance]
+        country = "TR"``, commercial with its recipient type (``BIREYSEL`` without a
+        record) and the brand code, or not commercial; ``None`` without compliance or
+        without a stated type (the provider's table decides, as before)."""
+        compliance = self.appliance.settings.compliance
+        if not compliance.turkey or msg.message_type is None:
+            return None
+        kind = msg.recipient_type if msg.recipient_type in RECIPIENT_TYPES else BIREYSEL
+        return Iys(commercial=msg.message_type == COMMERCIAL, recipient_type=kind,
+                   brand_code=compliance.iys_brand_code)
 
 
 def install(runtime: Runtime, providers: Providers,
