@@ -53,7 +53,8 @@ class ProviderKind:
     line each, given the callback URL; raises ``ConfigError`` for a bad table.
     ``inbound``: the reader of its inbound webhook, over its report reader (``None``:
     none, or inbound comes over its session). ``many_per_request``: one request may
-    carry many messages. ``status_query``: the provider can be asked a message's status.
+    carry many messages. ``status_query``: the provider can be asked a message's status
+    (``pull_by_default``: it is, unless its table says ``pull = false``).
     ``inbound_query``: its inbound messages are fetched by asking
     (:class:`~appliance.providers.inbound_query.InboundQuery`), not pushed.
     ``national_language``: it can send a text in a national language's shift tables.
@@ -68,6 +69,9 @@ class ProviderKind:
     inbound: Callable[[ReportReader], InboundReader] | None = None
     many_per_request: bool = False
     status_query: bool = False
+    # Whether a provider of a kind that can be asked is asked when its table leaves
+    # ``pull`` unset (``smpp``: no, many SMSCs do not answer ``query_sm``).
+    pull_by_default: bool = True
     inbound_query: bool = False
     # It can send national language shift tables (ENC-1: ``national_language``).
     national_language: bool = False

@@ -33,6 +33,15 @@ from .outcome import short
 
 
 @dataclass(frozen=True)
+class PartTarget:
+    """One part of a message to ask about, for a kind that asks per part (SMPP)."""
+
+    part: int
+    provider_msg_id: str | None  # the part's id as filed (None: never learnt)
+    state: str  # the part's state now
+
+
+@dataclass(frozen=True)
 class PullTarget:
     """One message to ask about."""
 
@@ -40,6 +49,8 @@ class PullTarget:
     provider_msg_id: str | None  # the provider's id, when the submission gave one
     msisdn: str  # E.164, as sent
     submitted_at_ms: int
+    # Its parts, for a kind that asks about each (``StatusQuery.asks_per_part``).
+    parts: tuple[PartTarget, ...] = ()
 
 
 class PullVerdict(StrEnum):
@@ -85,10 +96,18 @@ class StatusQuery(ProviderPart, ABC):
     """
 
     status_batch_max: int = 1
+    # It asks about each part of a message by the part's id (SMPP ``query_sm``): the
+    # puller gives it each target's :attr:`PullTarget.parts`.
+    asks_per_part: bool = False
     # How long after its sending the provider still answers about a message (Infobip's
     # logs: 48 hours); ``None``: for as long as the delivery window. The puller's last
     # ask falls within it.
     answers_within_s: float | None = None
+
+    def ready(self) -> bool:
+        """Whether it can ask now; ``False`` (a session not bound) leaves the due
+        messages due, not asked (by default always ready)."""
+        return True
 
     def status_batch_key(self, target: PullTarget) -> str:
         """Messages one request may ask about together share this key (by default
@@ -120,6 +139,43 @@ class StatusQuery(ProviderPart, ABC):
             return PullAnswer.failed("nested too deeply")
         except Exception as exc:
             return PullAnswer.failed(f"{type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True)
+class SessionReply:
+    """One answer that came over a session (an SMPP ``query_sm_resp``): kept raw as it
+    came (``query`` says what was asked), then read into ``answer``."""
+
+    query: str
+    content_type: str
+    body: bytes
+    answer: PullAnswer
+
+
+@dataclass(frozen=True)
+class SessionAnswers:
+    """What asking over a session came to: every reply, and the verdict per ref (a ref
+    missing from ``verdicts`` is ``ERROR``). No reply at all: nothing was answered."""
+
+    replies: tuple[SessionReply, ...] = ()
+    verdicts: dict[str, PullVerdict] = field(default_factory=dict)
+
+
+class SessionStatusQuery(StatusQuery):
+    """A status query carried over the provider's own session (SMPP ``query_sm``), not
+    as an HTTP request: :meth:`ask` does the I/O, on the session's window and rate, and
+    never raises. The HTTP verbs do not apply."""
+
+    def build_status_request(self, targets: Sequence[PullTarget]) -> httpx.Request:
+        raise NotImplementedError(f"{self.kind} is asked over its session")
+
+    def _read_status_answer(self, targets: Sequence[PullTarget],
+                            answer: CallbackRequest) -> PullAnswer:
+        raise NotImplementedError(f"{self.kind} is asked over its session")
+
+    @abstractmethod
+    async def ask(self, targets: Sequence[PullTarget]) -> SessionAnswers:
+        """Ask about ``targets`` over the session; every reply, kept raw by the caller."""
 
 
 def status_query_of(part: object) -> StatusQuery | None:

@@ -18,7 +18,7 @@ attempts (:func:`store_no_answer`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from appliance.providers.status_query import PullAnswer, PullTarget, PullVerdict
@@ -68,3 +68,28 @@ def store_no_answer(conn: Connection, provider: str,
     outcomes = {t.ref: PullVerdict.ERROR.value for t in targets}
     record_outcomes(conn, provider, outcomes)
     return StoredAnswer(outcomes, None)
+
+
+def store_replies(conn: Connection, provider: str,
+                  replies: Sequence[tuple[RawCallback, PullAnswer]],
+                  outcomes: Mapping[str, str], now_ms: int) -> StoredAnswer:
+    """The write unit of answers that came over a session (SMPP ``query_sm_resp``, one
+    per part asked about): each reply raw, then its reports through the inbox; then
+    each message's outcome (``error`` for one whose reply could not be interpreted).
+    No reply: attempts only."""
+    final = dict(outcomes)
+    raw_id: int | None = None
+    filed = 0
+    for raw, answer in replies:
+        reports = [from_parsed(provider, p, source="pull") for p in answer.reports]
+        error = answer.error
+        if error is None and not storable(reports):
+            error = "a report field is not valid Unicode text"
+        receipt = receive(conn, raw, reports if error is None else [], error, now_ms)
+        raw_id, filed = receipt.raw_id, filed + receipt.filed
+        if receipt.error is not None:
+            for ref in answer.verdicts:
+                if ref in final:
+                    final[ref] = PullVerdict.ERROR.value
+    record_outcomes(conn, provider, final)
+    return StoredAnswer(final, raw_id, filed)

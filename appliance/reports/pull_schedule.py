@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from appliance.providers.status_query import PullTarget, StatusQuery
+from appliance.providers.status_query import PartTarget, PullTarget, StatusQuery
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int
 
@@ -90,7 +90,8 @@ def record_asks(conn: Connection, provider: str, ids: Sequence[int], now_ms: int
     asked now in one request (a write unit). The others (final meanwhile, or past their
     window) get no more asks: their ``next_at`` is cleared. Only messages of the first
     open one's ``query.status_batch_key`` are asked together; the rest are left as
-    they are, due, for the next request."""
+    they are, due, for the next request. For a kind that asks per part
+    (``query.asks_per_part``) each target carries its parts."""
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
@@ -101,6 +102,7 @@ def record_asks(conn: Connection, provider: str, ids: Sequence[int], now_ms: int
         f" WHERE m.id IN ({marks}) ORDER BY m.submitted_at, m.id", tuple(ids)).fetchall()
     targets: list[PullTarget] = []
     batch_key: str | None = None
+    asks_per_part = query is not None and query.asks_per_part
     for message_id, ref, provider_msg_id, msisdn, submitted_at, state, pulls, known in rows:
         submitted = as_int(submitted_at or 0)
         asks = state in PULLABLE and submitted and now_ms < submitted + pacing.window_ms
@@ -110,7 +112,8 @@ def record_asks(conn: Connection, provider: str, ids: Sequence[int], now_ms: int
             continue
         target = PullTarget(ref=str(ref), provider_msg_id=None if provider_msg_id is None
                             else str(provider_msg_id), msisdn=str(msisdn),
-                            submitted_at_ms=submitted)
+                            submitted_at_ms=submitted,
+                            parts=parts_of(conn, message_id) if asks_per_part else ())
         key = "" if query is None else query.status_batch_key(target)
         if batch_key is None:
             batch_key = key
@@ -127,6 +130,15 @@ def record_asks(conn: Connection, provider: str, ids: Sequence[int], now_ms: int
                          " WHERE message_id = ?", (count, next_at, now_ms, message_id))
         targets.append(target)
     return targets
+
+
+def parts_of(conn: Connection, message_id: int) -> tuple[PartTarget, ...]:
+    """A message's parts as a kind that asks per part needs them (a read)."""
+    rows: list[Any] = conn.execute(
+        "SELECT part, provider_msg_id, state FROM message_parts WHERE message_id = ?"
+        " ORDER BY part", (message_id,)).fetchall()
+    return tuple(PartTarget(part=as_int(p), provider_msg_id=None if pid is None else str(pid),
+                            state=str(state)) for p, pid, state in rows)
 
 
 def record_outcomes(conn: Connection, provider: str, outcomes: dict[str, str]) -> None:

@@ -3,13 +3,17 @@ not reported, one loop for every such kind.
 
 A provider is asked when its kind declares a status query
 (:class:`~appliance.providers.status_query.StatusQuery`) and its table leaves ``pull``
-on (the default for such kinds). Each step, for each such provider whose pace allows a
+on (the default for such kinds but ``smpp``, whose ``query_sm`` is off until set).
+Each step, for each such provider whose pace allows a
 request now: the messages whose ask is due (:func:`appliance.reports.pull_schedule.due`,
 oldest submission first), at most ``min(status_batch_max, batch_max)`` of them, are
 recorded as asked in one write unit (which re-checks that each is still open: a final
 message is never asked about), the kind builds one status request, the provider's own
 transport carries it, and the answer is stored raw first and read through the inbox
-(:mod:`appliance.reports.pull_answers`). Requests go out at most ``pull_rate_per_s`` a
+(:mod:`appliance.reports.pull_answers`). A kind asked over its own session
+(:class:`~appliance.providers.status_query.SessionStatusQuery`: SMPP ``query_sm``) does
+the asking itself, and each of its replies is stored the same way; while its session
+is not bound nothing is asked. Requests go out at most ``pull_rate_per_s`` a
 second per provider (and never faster than its ``requests_per_s``, or the kind's
 published limit when unset), evenly spaced, one at a time.
 
@@ -32,7 +36,14 @@ from appliance.providers.callbacks import CallbackRequest
 from appliance.providers.kind import ProviderKind
 from appliance.providers.outcome import short
 from appliance.providers.registry import Providers
-from appliance.providers.status_query import PullAnswer, PullTarget, StatusQuery
+from appliance.providers.status_query import (
+    PullAnswer,
+    PullTarget,
+    PullVerdict,
+    SessionAnswers,
+    SessionStatusQuery,
+    StatusQuery,
+)
 from appliance.providers.transport import Provider
 from appliance.reports import pull_answers
 from appliance.reports.cutoff import HOUR_MS
@@ -49,10 +60,11 @@ MASK = "***"
 
 def pulls_on(provider: Provider, kind: ProviderKind) -> bool:
     """Whether the puller asks this provider: its kind can be asked and its table's
-    ``pull`` is not false (unset: on for such kinds)."""
+    ``pull`` says so (unset: the kind's default, on for every such kind but ``smpp``)."""
     if provider.status is None or not kind.status_query:
         return False
-    return provider.settings.pull is not False
+    pull = provider.settings.pull
+    return kind.pull_by_default if pull is None else pull
 
 
 def pull_rate(provider: Provider, kind: ProviderKind) -> float:
@@ -113,6 +125,8 @@ class Puller:
 
     async def ask(self, lane: PullLane) -> bool:
         """One status request about the lane's due messages; ``False`` when none is due."""
+        if not lane.query.ready():
+            return False  # a session not bound: the due messages wait, not asked
         store = self.appliance.store
         now_ms = self.appliance.now_ms()
         pacing = self.pacing(lane)
@@ -125,7 +139,10 @@ class Puller:
             return True  # closed meanwhile: look again at once
         lane.free_at = max(time.monotonic(), lane.free_at) + lane.interval_s
         self.requests[lane.name] += 1
-        stored = await self._request(lane, targets)
+        query = lane.query
+        stored = await (self._ask_session(lane, query, targets)
+                        if isinstance(query, SessionStatusQuery)
+                        else self._request(lane, targets))
         for outcome in stored.outcomes.values():
             self.counts[(lane.name, outcome)] += 1
         return True
@@ -145,6 +162,25 @@ class Puller:
         now_ms = self.appliance.now_ms()
         return await store.writer.run(
             lambda c: pull_answers.store_answer(c, lane.name, raw, answer, targets, now_ms))
+
+
+    async def _ask_session(self, lane: PullLane, query: SessionStatusQuery,
+                           targets: list[PullTarget]) -> pull_answers.StoredAnswer:
+        """Ask over the provider's session; each reply stored raw, then read."""
+        try:
+            answers = await query.ask(targets)
+        except Exception as exc:  # never a state: an attempt for each
+            log.warning("provider %s: status query failed: %s", lane.name,
+                        short(f"{type(exc).__name__}: {exc}"))
+            answers = SessionAnswers()
+        replies = [(RawCallback(provider=lane.name, method=pull_answers.METHOD,
+                                content_type=r.content_type, query=r.query, body=r.body),
+                    r.answer) for r in answers.replies]
+        outcomes = {t.ref: answers.verdicts.get(t.ref, PullVerdict.ERROR).value
+                    for t in targets}
+        now_ms = self.appliance.now_ms()
+        return await self.appliance.store.writer.run(
+            lambda c: pull_answers.store_replies(c, lane.name, replies, outcomes, now_ms))
 
 
 def read_answer(lane: PullLane, targets: list[PullTarget], request: httpx.Request,

@@ -8,7 +8,7 @@ or transceiver of that ``system_id``, again and again until one answers ``ESME_R
 real SMSCs do: receipts before the ``submit_sm_resp``, duplicates, ENROUTE after
 DELIVRD, throttling, hex ids answered and written in decimal in the receipt text, a
 failed segment of a concatenated message, a session dropped mid-window, ``submit_sm``
-never answered.
+never answered. It answers ``query_sm`` from what it knows (:mod:`.smsc_query`).
 
 :class:`~appliance.simulator.smsc_stats.SmscStats` counts what came in per segment and
 reads each taken segment back as a handset would (the Turkish tables too, parts joined
@@ -31,10 +31,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from appliance.simulator.smsc_behaviour import SmscBehaviour
+from appliance.simulator.smsc_query import STATE_VALUES, QueryBook
 from appliance.simulator.smsc_stats import SegmentKey, SmscStats
 from appliance.smpp import pdu
 from appliance.smpp.deliver import split_udh
 from appliance.smpp.encoding import ESM_CLASS_UDHI
+from appliance.smpp.query import QUERY_SM
 from appliance.smpp.status import (
     ESME_RALYBND,
     ESME_RINVBNDSTS,
@@ -49,8 +51,6 @@ from appliance.smpp.status import (
 
 log = logging.getLogger("appliance.simulator.smsc")
 
-STATE_VALUES = {"ENROUTE": 1, "DELIVRD": 2, "EXPIRED": 3, "DELETED": 4, "UNDELIV": 5,
-                "ACCEPTD": 6, "UNKNOWN": 7, "REJECTD": 8}
 HEX_COUNTING_FROM = 0x10000000  # ids = "hex-counting": 10000000, ..., 10000009, 1000000A
 DELIVER_TIMEOUT_S = 10.0
 DRAIN_IDLE_S = 0.05  # a dropping session reads on until the ESME has been quiet this long
@@ -147,6 +147,8 @@ class _Esme:
             self.close()
         elif head.command_id == pdu.SUBMIT_SM:
             self.smsc.submit(self, head, frame)
+        elif head.command_id == QUERY_SM:
+            self.write(self.smsc.book.answer(frame, self.mode))
         else:
             self.write(pdu.generic_nack(head.sequence, ESME_RINVCMDID))
 
@@ -175,11 +177,11 @@ class _Esme:
         self.smsc.bound_changed()
 
 
-
 class SmscSimulator:
     def __init__(self, behaviour: SmscBehaviour | None = None) -> None:
         self.behaviour = (behaviour or SmscBehaviour()).check()
         self.stats = SmscStats()
+        self.book = QueryBook()  # what query_sm is answered
         self.sessions: set[_Esme] = set()
         self._rng = random.Random(self.behaviour.seed)
         self._server: asyncio.Server | None = None
@@ -340,6 +342,7 @@ class SmscSimulator:
         stats.read(sm, packed=b.septets == "packed")
         word, silent = self._fate(sm)
         stats.finals[mid] = word
+        self.book.learn(mid, word, datetime.now(UTC))
         if silent or not sm.registered_delivery & 0x01:
             stats.silent.add(mid)
             return mid
@@ -434,8 +437,9 @@ class SmscSimulator:
         return True
 
     def snapshot(self) -> dict[str, object]:
-        """Everything :class:`SmscStats` holds, as JSON (segments as ``dest:hex``)."""
-        return self.stats.snapshot(len(self.sessions))
+        """Everything :class:`SmscStats` holds, as JSON (segments as ``dest:hex``), and
+        the ``query_sm`` asked per id."""
+        return {**self.stats.snapshot(len(self.sessions)), "queries": dict(self.book.asked)}
 
     def send_mo(self, source: str, destination: str, text: str) -> None:
         """Deliver an inbound message (``deliver_sm``, not a receipt) in UCS-2."""

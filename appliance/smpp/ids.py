@@ -20,11 +20,19 @@ key of any other id is the id in lower case. ``receipt_id_format`` says how to r
   read as hex. Before that, all-digit ids are decimal. So an SMSC that answers hex and
   writes decimal, one that writes hex on both sides, and a decimal one all match;
   what :class:`IdEvidence` holds is the only state and is kept by the caller.
+
+A key is not always the id as the SMSC wrote it (``"00001A2b"`` is ``"6699"``), and
+``query_sm`` must name the message as the SMSC did: :meth:`IdReader.spelling` gives
+the id of a key as its ``submit_sm_resp`` wrote it, remembered for the last
+:data:`SPELLINGS_KEPT` ids this process read; an older key is written back in the
+shape the latest ids had (their case, their zero padding), which for the common
+shapes is the id itself.
 """
 
 from __future__ import annotations
 
 import string
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -75,6 +83,7 @@ def key(raw: str, fmt: IdFormat, *, hex_side: bool = False) -> str:
 
 
 UNDECIDED_KEPT = 1000  # all-digit ids read as decimal remembered per side, at most
+SPELLINGS_KEPT = 100_000  # submit_sm_resp ids remembered as written, for query_sm
 
 
 @dataclass
@@ -94,6 +103,30 @@ class IdReader:
         # All-digit ids read as decimal while their side had shown no letter yet:
         # "submit" (responses and receipted_message_id TLVs) and "text" (receipt texts).
         self.undecided: dict[str, set[str]] = {"submit": set(), "text": set()}
+        self._spelled: OrderedDict[str, str] = OrderedDict()  # key -> id as written
+        self._upper = False  # the latest id's letters were capitals
+        self._width = 0  # the latest id's length, when it was zero-padded
+
+    def _remember(self, text: str, key_: str) -> None:
+        self._spelled[key_] = text
+        self._spelled.move_to_end(key_)
+        while len(self._spelled) > SPELLINGS_KEPT:
+            self._spelled.popitem(last=False)
+        letters = [ch for ch in text if ch.isalpha()]
+        if letters:
+            self._upper = all(ch.isupper() for ch in letters)
+        self._width = len(text) if text.startswith("0") and len(text) > 1 else 0
+
+    def spelling(self, key_: str) -> str:
+        """The id whose key is ``key_``, as the SMSC wrote it (for ``query_sm``)."""
+        known = self._spelled.get(key_)
+        if known is not None:
+            return known
+        if self.fmt == "as-is":
+            return key_
+        hex_side = self.fmt == "hex" or (self.fmt == "auto" and self.evidence.submit_hex)
+        text = format(int(key_), "x") if hex_side and is_decimal(key_) else key_
+        return (text.upper() if self._upper else text).zfill(self._width)
 
     def _note(self, side: str, text: str) -> None:
         kept = self.undecided[side]
@@ -120,7 +153,9 @@ class IdReader:
                 self.evidence.submit_hex = True
             elif not self.evidence.submit_hex:
                 self._note("submit", text)
-        return key(message_id, self.fmt, hex_side=self.evidence.submit_hex)
+        out = key(message_id, self.fmt, hex_side=self.evidence.submit_hex)
+        self._remember(text, out)
+        return out
 
     def receipt_key(self, tlv_id: str | None, text_id: str | None) -> str | None:
         """The key of a receipt: from ``receipted_message_id`` when present, else from

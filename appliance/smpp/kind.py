@@ -12,9 +12,12 @@ reports on every segment separately, and only by the SMSC's own id (the id of ea
 mapping in the unit that records the outcome.
 
 The table is read by :meth:`appliance.smpp.settings.SmppSettings.from_table`; of the
-settings every kind shares, ``rate_per_s``, ``max_parts`` and the national language
-apply, and the others are refused by name, so a ``sender`` or ``base_url`` copied from
-another provider's table does not pass silently.
+settings every kind shares, ``rate_per_s``, ``max_parts``, the national language and
+the pulls' ``pull``, ``pull_after_s`` and ``pull_rate_per_s`` apply, and the others are
+refused by name, so a ``sender`` or ``base_url`` copied from another provider's table
+does not pass silently. It can be asked about a message (``query_sm``,
+:mod:`appliance.smpp.pull`), but only with ``pull = true``: off by default, since many
+SMSCs do not answer it.
 """
 
 from __future__ import annotations
@@ -23,16 +26,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import fields
 from typing import Any
 
+from appliance.clock import Clock
 from appliance.config import ConfigError, Option, ProviderSettings
 from appliance.providers.kind import BuildContext, ProviderKind, Shape
 from appliance.providers.transport import Provider, SessionTransport
+from appliance.smpp.pull import SmppStatusQuery
 from appliance.smpp.settings import SmppSettings
 from appliance.smpp.transport import SmppTransport
 
 NAME = "smpp"
 # The shared settings that mean something for an SMPP provider.
 SETTINGS = frozenset({"rate_per_s", "max_parts", "national_language",
-                      "national_language_prefixes"})
+                      "national_language_prefixes", "pull", "pull_after_s",
+                      "pull_rate_per_s"})
 INSTEAD = {"sender": "source_addr", "concurrency": "window"}
 OPTIONS = (
     Option("host", ""),
@@ -78,17 +84,20 @@ def smpp_settings(settings: ProviderSettings) -> SmppSettings:
 
 
 def smpp_provider(settings: ProviderSettings, ctx: BuildContext) -> Provider:
-    """The provider of an SMPP table: a session transport, reports over the session."""
+    """The provider of an SMPP table: a session transport, reports over the session,
+    ``query_sm`` over it too."""
+    transport = SmppTransport(smpp_settings(settings), now_ms=ctx.now_ms)
     return Provider(
         name=settings.name,
         kind=NAME,
         settings=settings,
-        transport=SmppTransport(smpp_settings(settings), now_ms=ctx.now_ms),
+        transport=transport,
         reports=None,
         dedupes_on_ref=False,
         reports_by_provider_id_only=True,
         reports_per_part=True,
         inbound=None,
+        status=SmppStatusQuery(settings, transport, ctx.now_ms or Clock.from_env().now_ms),
     )
 
 
@@ -105,4 +114,4 @@ def _check(settings: ProviderSettings, callback_url: str, ctx: BuildContext) -> 
 
 KIND = ProviderKind(name=NAME, shape=Shape.SESSION, build=smpp_provider, check=_check,
                     options=OPTIONS, settings=SETTINGS, metrics=_metrics,
-                    national_language=True)
+                    national_language=True, status_query=True, pull_by_default=False)

@@ -291,6 +291,34 @@ class SmppSession:
                               command_status=head.status, status_name=name,
                               error=f"smpp {name}")
 
+    async def ask(self, build: Callable[[int], bytes]) -> bytes:
+        """One request that is not a submission (``query_sm``) on the transmitting link,
+        in the same window and at the same rate as ``submit_sm``; its answer as it came.
+
+        :class:`NotWritten` when nothing was written (not bound, stopping, a PDU that
+        cannot be built: ``ValueError``); ``LinkLost`` or ``TimeoutError`` when it was
+        written and no answer came within ``response_timeout_s``.
+        """
+        if self._stop.is_set() or self._tx_link() is None:
+            raise NotWritten("not bound" if not self._stop.is_set() else "stopping")
+        async with self._window:
+            wait = self._bucket.reserve()
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), wait)
+            link = self._tx_link()
+            if link is None or self._stop.is_set():
+                raise NotWritten("session lost before writing")
+            self._outstanding += 1
+            try:
+                answer = await link.request(build, self.settings.response_timeout_s)
+            finally:
+                self._outstanding -= 1
+        if pdu.header(answer).status in RETRY_STATUSES:
+            self.throttled += 1
+            self._slow_down()
+        return answer
+
     def _sent_last_second(self, now: float) -> int:
         while self._written and now - self._written[0] > 1.0:
             self._written.popleft()

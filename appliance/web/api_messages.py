@@ -102,7 +102,8 @@ async def pull_message(request: Request) -> Response:
         raise not_found("message")
     if not parts.puller.asks(m.provider):
         raise ApiError(409, "not_pullable", f"provider {m.provider!r} is not asked about"
-                       " messages (its kind has no status API, or pull = false)")
+                       " messages (its kind has no status API, or pull = false; an smpp"
+                       " provider is asked only with pull = true)")
     if m.state not in PULLABLE:
         raise ApiError(409, "not_pullable", f"the message is {m.state}: only a submitted"
                        " message without a final state is asked about")

@@ -1,8 +1,9 @@
 """node-smpp's server (npm ``smpp``) as an SMSC for the tests: one we did not write.
 
 ``tests/smpp/node_smsc/smsc.js`` listens on a free port, answers every ``submit_sm`` and
-pushes a receipt for it, and prints every PDU it saw as one JSON line, with the bytes it
-received (``short_message`` in hex, UDH included) and node-smpp's own reading of them.
+pushes a receipt for it (none with ``receipts=False``), answers ``query_sm``, and prints
+every PDU it saw as one JSON line, with the bytes it received (``short_message`` in hex,
+UDH included) and node-smpp's own reading of them.
 :func:`node_smsc` is the fixture; it skips with the reason when ``node`` or the npm
 package is not installed (``npm ci`` in ``tests/smpp/node_smsc``, as ``.ci/run`` does).
 """
@@ -10,6 +11,7 @@ package is not installed (``npm ci`` in ``tests/smpp/node_smsc``, as ``.ci/run``
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -24,14 +26,15 @@ HERE = Path(__file__).resolve().parent / "node_smsc"
 
 
 class NodeSmsc:
-    def __init__(self) -> None:
+    def __init__(self, receipts: bool = True) -> None:
         node = shutil.which("node")
         if node is None:
             pytest.skip("node is not installed: the node-smpp SMSC cannot run")
         if not (HERE / "node_modules" / "smpp").is_dir():
             pytest.skip("node-smpp is not installed: run `npm ci` in tests/smpp/node_smsc")
+        env = {**os.environ, "SMSC_RECEIPTS": "on" if receipts else "off"}
         self.proc = subprocess.Popen([node, "smsc.js"], cwd=HERE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, env=env)
         self.events: list[dict[str, Any]] = []
         threading.Thread(target=self._read, daemon=True).start()
         self.port = 0

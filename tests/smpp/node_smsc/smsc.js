@@ -6,6 +6,11 @@
 // text). Everything it sees is printed as one JSON object a line: the submit_sm's bytes
 // as received (short_message in hex, UDH included), data_coding and esm_class, and what
 // node-smpp itself read of them (its UDH list and its decoded text).
+//
+// It answers query_sm (SMPP 3.4 §4.8) from the ids it issued: DELIVERED with the time it
+// took the message as final_date, except by the recipient's last digit: 7 a
+// message_state outside §5.2.28 (9), 8 a final_date that is not a time, 9 ENROUTE. An
+// id it never issued is ESME_RQUERYFAIL. With SMSC_RECEIPTS=off it pushes no receipt.
 'use strict';
 const smpp = require('smpp');
 
@@ -44,6 +49,27 @@ function fields(raw) {
 }
 
 let counter = 0;
+const issued = new Map();  // id -> {destination, at}
+const receipts = process.env.SMSC_RECEIPTS !== 'off';
+
+function answer(pdu) {
+  const known = issued.get(pdu.message_id);
+  if (!known) {
+    return pdu.response({ command_status: smpp.ESME_RQUERYFAIL });
+  }
+  const last = known.destination.slice(-1);
+  const out = { message_id: pdu.message_id, final_date: known.at, message_state: 2,
+    error_code: 0 };
+  if (last === '7') {
+    out.message_state = 9;
+  } else if (last === '8') {
+    out.final_date = '2026-01-01 12:00';
+  } else if (last === '9') {
+    out.message_state = 1;
+    out.final_date = '';
+  }
+  return pdu.response(out);
+}
 const server = smpp.createServer({ debug: false }, (session) => {
   for (const bind of ['bind_transceiver', 'bind_transmitter', 'bind_receiver']) {
     session.on(bind, (pdu) => {
@@ -58,6 +84,11 @@ const server = smpp.createServer({ debug: false }, (session) => {
     session.close();
   });
   session.on('error', (err) => emit({ event: 'error', error: String(err) }));
+  session.on('query_sm', (pdu) => {
+    emit({ event: 'query', message_id: pdu.message_id, source_addr: pdu.source_addr,
+      source_ton: pdu.source_addr_ton, source_npi: pdu.source_addr_npi });
+    session.send(answer(pdu));
+  });
   session.on('submit_sm', (pdu) => {
     counter += 1;
     const id = 'N' + counter;
@@ -66,8 +97,9 @@ const server = smpp.createServer({ debug: false }, (session) => {
     event.node_udh = (sm.udh || []).map((b) => Buffer.from(b).toString('hex'));
     event.node_text = typeof sm.message === 'string' ? sm.message : null;
     emit(event);
+    issued.set(id, { destination: event.destination, at: new Date() });
     session.send(pdu.response({ message_id: id }));
-    if (!(event.registered_delivery & 1)) {
+    if (!receipts || !(event.registered_delivery & 1)) {
       return;
     }
     const text = 'id:' + id + ' sub:001 dlvrd:001 submit date:2601011200' +
