@@ -161,6 +161,7 @@ class InboundPoller:
         now_ms = self.appliance.now_ms()
         last = await store.readers.run(lambda c: cursor(c, lane.name))
         since = now_ms - FIRST_LOOKBACK_MS if last is None else last - OVERLAP_MS
+        since = min(since, now_ms - OVERLAP_MS)  # a clock set back: never a window ahead
         until = min(now_ms, since + int(lane.query.inbound_window_max_s * 1000))
         self.asked += 1
         try:
