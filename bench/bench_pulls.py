@@ -15,6 +15,7 @@ Real ``appliance serve`` and ``appliance simulator`` processes. Run:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -58,8 +59,10 @@ def campaign(tmp: Path, messages: int, *, push: bool, batch_max: int,
                      interval=0.2, message="100% coverage")
             covered = time.monotonic()
             stats = sim.stats()
+        asked_again = sum(1 for r in stats["refs"].values() if r["pulls"] > 1)
         return {"requests": stats["pull_requests"], "per_message":
-                stats["pull_requests"] / messages, "sent_s": sent - started,
+                stats["pull_requests"] / messages, "asked": stats["pull_refs_asked"],
+                "asked_again": asked_again, "sent_s": sent - started,
                 "to_coverage_s": covered - sent, "total_s": covered - started}
     finally:
         server.stop()
@@ -97,6 +100,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=5.0, help="pull_rate_per_s to check")
     args = parser.parse_args()
     n = args.messages
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         batched = campaign(base / "batched", n, push=False, batch_max=100)
@@ -104,9 +108,15 @@ def main() -> None:
                           pull_rate_per_s=1000.0)
         pushed = campaign(base / "pushed", n, push=True, batch_max=100)
         measured = rate_window(base / "rate", args.rate)
+    load_after = os.getloadavg()
+    print(f"\nload average (1, 5, 15 min): before {load_before[0]:.2f} {load_before[1]:.2f}"
+          f" {load_before[2]:.2f}, after {load_after[0]:.2f} {load_after[1]:.2f}"
+          f" {load_after[2]:.2f} ({os.cpu_count()} cores)")
     print(f"\nstatus requests per message, {n:,} messages, no push:")
     print(f"  batched (batch_max 100):  {batched['per_message']:.4f}"
           f" ({batched['requests']} requests)")
+    print(f"    {batched['asked'] / max(batched['requests'], 1):.1f} messages a request;"
+          f" {batched['asked_again']:,} messages asked more than once")
     print(f"  one a request (baseline): {single['per_message']:.4f}"
           f" ({single['requests']} requests)")
     print(f"  ratio: {batched['per_message'] / single['per_message']:.3f}")
@@ -116,6 +126,8 @@ def main() -> None:
     print(f"  every receipt pushed (baseline): {pushed['to_coverage_s']:.1f} s"
           f" (sent in {pushed['sent_s']:.1f} s)")
     print(f"  ratio: {batched['to_coverage_s'] / max(pushed['to_coverage_s'], 0.001):.2f}")
+    print(f"  from the last message's pull_after_s to 100% coverage:"
+          f" {batched['to_coverage_s'] - PULL_AFTER_S:.2f} s")
     print("\nstatus requests a second over 10 s, one message a request:")
     print(f"  measured: {measured:.2f}/s  pull_rate_per_s: {args.rate:g}/s"
           f"  ratio: {measured / args.rate:.3f}")

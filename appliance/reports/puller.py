@@ -15,7 +15,11 @@ transport carries it, and the answer is stored raw first and read through the in
 the asking itself, and each of its replies is stored the same way; while its session
 is not bound nothing is asked. Requests go out at most ``pull_rate_per_s`` a
 second per provider (and never faster than its ``requests_per_s``, or the kind's
-published limit when unset), evenly spaced, one at a time.
+published limit when unset), evenly spaced, one at a time. A batch that is not full
+waits up to :func:`fill_wait_s` (a tenth of ``pull_after_s``, at most a second) for
+more messages to fall due: a campaign's messages fall due as fast as they were sent,
+and asking about each few at once would spend a request on them (the figure is in
+``docs/benchmarks.md``, "Pulls").
 
 On PostgreSQL the loop runs in one process at a time (``Runtime.singleton``). Its
 counts (``appliance_report_pulls_total{provider,outcome}``, one per message asked
@@ -55,6 +59,8 @@ from appliance.scheduler import Wake
 log = logging.getLogger("appliance.reports")
 LOOP = "puller"
 POLL_S = 1.0  # longest wait between looks for due messages
+FILL_SHARE = 0.1  # of pull_after_s: how long a batch that is not full waits to fill
+FILL_MAX_S = 1.0
 MASK = "***"
 
 
@@ -86,6 +92,12 @@ class PullLane:
     interval_s: float  # between two requests
     secrets: tuple[str, ...]  # the table's secret values, kept out of the raw rows
     free_at: float = 0.0  # monotonic time the next request may go
+    partial_since: float | None = None  # monotonic time a batch not full was first due
+
+
+def fill_wait_s(lane: PullLane) -> float:
+    """How long a batch that is not full may wait for more messages to fall due."""
+    return min(FILL_MAX_S, FILL_SHARE * lane.provider.settings.pull_after_s)
 
 
 class Puller:
@@ -132,7 +144,17 @@ class Puller:
         pacing = self.pacing(lane)
         ids = await store.readers.run(lambda c: due(c, lane.name, now_ms, pacing, lane.batch))
         if not ids:
+            lane.partial_since = None
             return False
+        if len(ids) < lane.batch:  # let it fill a little: one request for more of them
+            now = time.monotonic()
+            if lane.partial_since is None:
+                lane.partial_since = now
+            until = lane.partial_since + fill_wait_s(lane)
+            if now < until:
+                lane.free_at = max(lane.free_at, until)
+                return True
+        lane.partial_since = None
         targets = await store.writer.run(
             lambda c: record_asks(c, lane.name, ids, now_ms, pacing, lane.query))
         if not targets:
