@@ -4,7 +4,10 @@
 ``submit_sm_resp`` ids, and its receipt texts' ids, have shown themselves hexadecimal.
 Until they have, an all-digit id is read as decimal; so the evidence is kept in
 ``appliance_state`` (key ``smpp.<provider>.id_evidence``, JSON) and loaded before the
-session reads its first id, and ``auto`` starts warm after a restart.
+session reads its first id, and ``auto`` starts warm after a restart. How the SMSC
+writes its ids (:class:`~appliance.smpp.ids.IdShape`: capitals, a fixed width) is kept
+beside it (key ``smpp.<provider>.id_shape``), so a ``query_sm`` after a restart names an
+id of an earlier run as the SMSC wrote it.
 
 On a provider's first session, the ids ``auto`` read as decimal before the SMSC showed
 a letter were read wrongly; :func:`rekey` re-files what was stored under those keys
@@ -23,7 +26,7 @@ import json
 from typing import Any
 
 from appliance.reports.apply import apply_waiting_for_refs
-from appliance.smpp.ids import IdEvidence
+from appliance.smpp.ids import IdEvidence, IdShape
 from appliance.store.connection import Connection
 
 
@@ -55,6 +58,34 @@ def save_evidence(conn: Connection, provider: str, evidence: IdEvidence,
         "INSERT INTO appliance_state (key, value, updated_at) VALUES (?, ?, ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
         " updated_at = excluded.updated_at", (state_key(provider), value, now_ms))
+
+
+def shape_key(provider: str) -> str:
+    return f"smpp.{provider}.id_shape"
+
+
+def load_shape(conn: Connection, provider: str) -> IdShape:
+    """How the provider's SMSC wrote its latest ids, as kept (a read unit)."""
+    row: Any = conn.execute("SELECT value FROM appliance_state WHERE key = ?",
+                            (shape_key(provider),)).fetchone()
+    try:
+        data = json.loads(str(row[0])) if row is not None else {}
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        return IdShape()
+    width = data.get("width")
+    return IdShape(upper=data.get("upper") is True,
+                   width=width if isinstance(width, int) and -1 <= width <= 65 else 0)
+
+
+def save_shape(conn: Connection, provider: str, shape: IdShape, now_ms: int) -> None:
+    """Keep ``shape`` for ``provider`` (a write unit)."""
+    value = json.dumps({"upper": shape.upper, "width": shape.width})
+    conn.execute(
+        "INSERT INTO appliance_state (key, value, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
+        " updated_at = excluded.updated_at", (shape_key(provider), value, now_ms))
 
 
 def rekey(conn: Connection, provider: str, pairs: list[tuple[str, str]],

@@ -25,8 +25,8 @@ A key is not always the id as the SMSC wrote it (``"00001A2b"`` is ``"6699"``), 
 ``query_sm`` must name the message as the SMSC did: :meth:`IdReader.spelling` gives
 the id of a key as its ``submit_sm_resp`` wrote it, remembered for the last
 :data:`SPELLINGS_KEPT` ids this process read; an older key is written back in the
-shape the latest ids had (their case, their zero padding), which for the common
-shapes is the id itself.
+shape its ids have (:class:`IdShape`: their case, their fixed width, kept across
+starts by the caller), which for the common shapes is the id itself.
 """
 
 from __future__ import annotations
@@ -94,18 +94,28 @@ class IdEvidence:
     text_hex: bool = False  # a receipt text id had one, or equalled a hex TLV id
 
 
+@dataclass
+class IdShape:
+    """How the SMSC writes its ids (``submit_sm_resp``), to write back an id this
+    process did not see (persist it to keep it): capitals, and a fixed width (zero
+    padding) when every id has had the same length."""
+
+    upper: bool = False  # the latest id's letters were capitals
+    width: int = 0  # the length every id has had (0: none seen, -1: lengths differ)
+
+
 class IdReader:
     """Keys for one provider's ids under its ``receipt_id_format``."""
 
-    def __init__(self, fmt: IdFormat, evidence: IdEvidence | None = None) -> None:
+    def __init__(self, fmt: IdFormat, evidence: IdEvidence | None = None,
+                 shape: IdShape | None = None) -> None:
         self.fmt = fmt
         self.evidence = evidence or IdEvidence()
         # All-digit ids read as decimal while their side had shown no letter yet:
         # "submit" (responses and receipted_message_id TLVs) and "text" (receipt texts).
         self.undecided: dict[str, set[str]] = {"submit": set(), "text": set()}
         self._spelled: OrderedDict[str, str] = OrderedDict()  # key -> id as written
-        self._upper = False  # the latest id's letters were capitals
-        self._width = 0  # the latest id's length, when it was zero-padded
+        self.shape = shape or IdShape()
 
     def _remember(self, text: str, key_: str) -> None:
         self._spelled[key_] = text
@@ -114,8 +124,11 @@ class IdReader:
             self._spelled.popitem(last=False)
         letters = [ch for ch in text if ch.isalpha()]
         if letters:
-            self._upper = all(ch.isupper() for ch in letters)
-        self._width = len(text) if text.startswith("0") and len(text) > 1 else 0
+            self.shape.upper = all(ch.isupper() for ch in letters)
+        if self.shape.width == 0:
+            self.shape.width = len(text)
+        elif self.shape.width != len(text):
+            self.shape.width = -1
 
     def spelling(self, key_: str) -> str:
         """The id whose key is ``key_``, as the SMSC wrote it (for ``query_sm``)."""
@@ -125,8 +138,10 @@ class IdReader:
         if self.fmt == "as-is":
             return key_
         hex_side = self.fmt == "hex" or (self.fmt == "auto" and self.evidence.submit_hex)
-        text = format(int(key_), "x") if hex_side and is_decimal(key_) else key_
-        return (text.upper() if self._upper else text).zfill(self._width)
+        numeric = is_decimal(key_)
+        text = format(int(key_), "x") if hex_side and numeric else key_
+        text = text.upper() if self.shape.upper else text
+        return text.zfill(max(self.shape.width, 0)) if numeric else text
 
     def _note(self, side: str, text: str) -> None:
         kept = self.undecided[side]

@@ -7,7 +7,8 @@ the ``smpp`` loop. The loop's first step starts the sessions (bind, ``enquire_li
 reconnect with backoff, a log line per state change); each step after:
 
 - keeps the id evidence ``auto`` learnt (:mod:`appliance.smpp.id_memory`), and when it
-  changes re-files what was stored under keys it read wrongly before;
+  changes re-files what was stored under keys it read wrongly before; and how the
+  SMSC writes its ids, for ``query_sm`` after a restart;
 - records late ``submit_sm_resp`` ids for their UNCERTAIN parts
   (:func:`appliance.smpp.uncertain.record_late_id`), again while their outcome is
   not recorded yet, for up to :data:`LATE_TRY_S`;
@@ -37,8 +38,14 @@ from appliance.inbound.store import InboundRules
 from appliance.providers.registry import Providers
 from appliance.runtime import Runtime
 from appliance.scheduler import Wake
-from appliance.smpp.id_memory import load_evidence, rekey, save_evidence
-from appliance.smpp.ids import IdEvidence
+from appliance.smpp.id_memory import (
+    load_evidence,
+    load_shape,
+    rekey,
+    save_evidence,
+    save_shape,
+)
+from appliance.smpp.ids import IdEvidence, IdShape
 from appliance.smpp.intake import SessionIntake
 from appliance.smpp.transport import STOP_BUDGET_S, SmppTransport
 from appliance.smpp.uncertain import (
@@ -71,6 +78,7 @@ class RunningSession:
         self.intake = intake
         self.totals = transport.totals
         self.saved = IdEvidence()
+        self.saved_shape = IdShape()
         # Full passes over every orphan still due (a start: what a crash left UNCERTAIN),
         # and where the one under way has got to; ``cursor``: the newest orphan looked at.
         # Keys ``auto`` read wrongly before the SMSC showed a letter, re-filed until then.
@@ -96,9 +104,11 @@ class SmppSessions:
             intake = SessionIntake(name, store.writer, rules, appliance.now_ms,
                                    on_work=self._work_came)
             kept = store.readers.call(functools.partial(load_evidence, provider=name))
-            transport.attach(intake, kept)
+            shape = store.readers.call(functools.partial(load_shape, provider=name))
+            transport.attach(intake, kept, shape)
             session = RunningSession(name, transport, intake)
             session.saved = dataclasses.replace(kept)
+            session.saved_shape = dataclasses.replace(shape)
             self.sessions[name] = session
         # The loop runs only when there is a session to keep.
         self.wake: Wake | None = (appliance.scheduler.add(LOOP, self.step, interval_s=STEP_S)
@@ -123,6 +133,13 @@ class SmppSessions:
         return STEP_S
 
     async def _keep_evidence(self, s: RunningSession) -> None:
+        shape = s.transport.session.ids.shape
+        if shape != s.saved_shape:
+            kept_shape = dataclasses.replace(shape)
+            at = self.appliance.now_ms()
+            await self.appliance.store.writer.run(
+                lambda c: save_shape(c, s.name, kept_shape, at))
+            s.saved_shape = kept_shape
         now = s.transport.evidence
         if now == s.saved:
             return

@@ -37,6 +37,7 @@ keeps it and delivers it again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
@@ -53,7 +54,7 @@ from appliance.providers.base import (
 from appliance.smpp.addresses import destination
 from appliance.smpp.deliver import Deliver
 from appliance.smpp.encoding import encode_part
-from appliance.smpp.ids import IdEvidence
+from appliance.smpp.ids import IdEvidence, IdShape
 from appliance.smpp.session import NOT_BOUND, SmppSession
 from appliance.smpp.settings import SmppSettings
 from appliance.smpp.state import IntakeCounts, SessionState, SessionTotals
@@ -94,9 +95,13 @@ class SmppTransport(SessionTransport):
 
     # -- life ----------------------------------------------------------------------------
 
-    def attach(self, sink: SessionSink, evidence: IdEvidence | None = None) -> None:
-        """Hand inbound traffic to ``sink``; ``evidence``: what ``auto`` learnt before."""
+    def attach(self, sink: SessionSink, evidence: IdEvidence | None = None,
+               shape: IdShape | None = None) -> None:
+        """Hand inbound traffic to ``sink``; ``evidence``: what ``auto`` learnt before;
+        ``shape``: how the SMSC wrote its ids before."""
         self._sink = sink
+        if shape is not None:
+            self.session.ids.shape = dataclasses.replace(shape)
         if evidence is not None:
             self.session.ids.evidence.submit_hex |= evidence.submit_hex
             self.session.ids.evidence.text_hex |= evidence.text_hex

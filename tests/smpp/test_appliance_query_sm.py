@@ -5,6 +5,7 @@ asked about on the session and closed by the answers, each kept raw first and sh
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,10 @@ def test_receipts_off_every_message_final_by_query_sm(tmp_path: Path) -> None:
                      " OR source != 'pull'")[0][0] == 0
         assert metric(r.server, "appliance_report_pulls_total", provider=PROVIDER,
                       outcome="final") == len(to) + 1
+        # How the SMSC writes its ids (8 hex digits, capitals) is kept for a restart.
+        kept = wait_for(lambda: query(r.data, "SELECT value FROM appliance_state WHERE key"
+                                              f" = 'smpp.{PROVIDER}.id_shape'"), 10)
+        assert json.loads(kept[0][0]) == {"upper": True, "width": 8}
 
 
 def test_node_smpp_answers_and_its_bad_answers_move_nothing(tmp_path: Path) -> None:

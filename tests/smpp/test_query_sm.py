@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
-from appliance.config import ProviderSettings
+import pytest
+
+from appliance.config import ConfigError, ProviderSettings
 from appliance.message_text.segments import segment
+from appliance.provider_kinds import KINDS, check_providers, load_settings
 from appliance.providers.base import OutgoingMessage, PartOutcome, SubmitResult
+from appliance.providers.registry import Providers
 from appliance.providers.status_query import PartTarget, PullTarget, PullVerdict
+from appliance.reports.puller import lanes_of
 from appliance.simulator.smsc import SmscSimulator
 from appliance.simulator.smsc_behaviour import SmscBehaviour
 from appliance.smpp import pdu
-from appliance.smpp.ids import IdReader
+from appliance.smpp.id_memory import load_shape, save_shape
+from appliance.smpp.ids import IdEvidence, IdReader, IdShape
 from appliance.smpp.pull import SmppStatusQuery, message_verdict
 from appliance.smpp.query import (
     ESME_RINVMSGID,
@@ -30,6 +37,7 @@ from appliance.smpp.query import (
 )
 from appliance.smpp.receipt import state_of
 from appliance.smpp.transport import SmppTransport
+from appliance.store import Store
 from tests.smpp.node_peer import NodeSmsc, node_smsc
 from tests.smpp.support import run, settings_for
 
@@ -187,3 +195,37 @@ def test_node_smpp_answers_query_sm(node_smsc: NodeSmsc) -> None:
             await transport.close()
 
     run(body())
+
+
+def test_query_sm_is_off_until_the_table_says_pull(tmp_path: Path) -> None:
+    table = ('[providers.smsc]\nkind = "smpp"\nhost = "127.0.0.1"\nport = 2775\n'
+             'system_id = "appliance"\npassword = "x"\nsource_addr = "ACME"\n')
+
+    def lanes(extra: str) -> list[str]:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(table + extra)
+        settings = load_settings(cfg, env={})
+        check_providers(settings)
+        return [lane.name for lane in lanes_of(Providers(settings, KINDS), KINDS)]
+
+    assert lanes("") == [] and lanes("pull = false\n") == []
+    assert lanes("pull = true\npull_after_s = 60\npull_rate_per_s = 5\n") == ["smsc"]
+    for key in ("requests_per_s = 2", "batch_max = 5"):
+        with pytest.raises(ConfigError, match=key.split()[0]):
+            lanes(f"pull = true\n{key}\n")
+
+
+def test_the_shape_of_the_ids_is_kept_across_starts(tmp_path: Path) -> None:
+    store = Store.open(str(tmp_path / "appliance.db"))
+    try:
+        before = IdReader("auto")
+        for written in ("0A0000FF", "1B2C3D4E"):
+            before.submit_key(written)
+        assert before.shape == IdShape(upper=True, width=8)
+        store.writer.call(lambda c: save_shape(c, "smsc", before.shape, 1))
+        kept = store.readers.call(lambda c: load_shape(c, "smsc"))
+        after = IdReader("auto", IdEvidence(submit_hex=True), kept)
+        assert after.spelling(str(0x00ABCDEF)) == "00ABCDEF"  # not seen by this process
+        assert store.readers.call(lambda c: load_shape(c, "other")) == IdShape()
+    finally:
+        store.close()
