@@ -210,12 +210,13 @@ def test_a_kill_during_a_pull_batch_loses_nothing_and_asks_no_message_forever(
 
 
 def test_bad_answers_are_attempts_never_made_up_states(tmp_path: Path) -> None:
-    with rig(tmp_path, "--no-push", pull_after_s=3600, sending="submit_timeout_s = 1") as r:
+    # 2.5 s for an answer: a busy host's simulator may take over 1 s to answer a send.
+    with rig(tmp_path, "--no-push", pull_after_s=3600, sending="submit_timeout_s = 2.5") as r:
         ref = send_many(r.api, 1)[0]
         wait_state(r.api, ref, "SUBMITTED")
         steps: list[dict[str, Any]] = [
             {"answer": "html"}, {"answer": "truncated"}, {"answer": "unknown_code"},
-            {"http": 503}, {"hang_s": 3},
+            {"http": 503}, {"hang_s": 6},
             {"items": [{"client-ref": ref, "state": "reported",
                         "receipts": [{"messageId": "X", "status": "zzz", "client-ref": ref}]}]}]
         r.sim.pull_script(steps)
