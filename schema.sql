@@ -207,6 +207,8 @@ CREATE TABLE messages (
     -- IYS-4 (country TR): the account, number, sender header, day in Europe/Istanbul and
     -- text, hashed (appliance/sending/duplicates.py); NULL: not guarded.
     dup_key           TEXT,
+    -- IYS-2: what kind of refusal ended it: 'iys' (a provider refused it for İYS); NULL otherwise.
+    error_kind        TEXT,
     UNIQUE (account_id, idempotency_key),
     UNIQUE (campaign_id, msisdn)
 );
@@ -235,6 +237,9 @@ CREATE INDEX messages_uncounted ON messages (created_at, account_id, state, coun
 -- index, so it blocks nothing.
 CREATE UNIQUE INDEX messages_duplicate_today ON messages (dup_key)
     WHERE dup_key IS NOT NULL AND state NOT IN ('REJECTED', 'FAILED', 'CANCELLED');
+-- IYS-2: the messages a provider refused for İYS, by creation time (few: the dashboard
+-- counts them without reading the others).
+CREATE INDEX messages_refused_kind ON messages (created_at) WHERE error_kind IS NOT NULL;
 
 -- MSG-3/4: one row per part the provider reports on separately (Vonage: one per SMS
 -- part, each with its own id; Twilio, Infobip: one, their id covers every part). Written

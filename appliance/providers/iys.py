@@ -17,6 +17,10 @@ Each kind writes these fields in its own words, from its own documentation:
 * Verimor ``is_commercial`` and ``iys_recipient_type`` (:mod:`.verimor_wire`);
 * Infobip ``messages[].regional.turkeyIys {brandCode, recipientType}`` (:mod:`.infobip`).
 
+A provider's İYS refusal ends the message ``REJECTED`` with ``error_kind`` ``"iys"``: at
+the send (:attr:`~.outcome.Outcome.error_kind`, set by each kind from its codes) or by
+a report whose error code carries :data:`IYS_REPORT_MARK`.
+
 Only Infobip takes the brand code in the request; the others tie it to the account or
 the sender header in their panel. A request that carries many messages carries one set
 of these fields: the sender batches only messages of the same type and recipient type.
@@ -34,6 +38,21 @@ RECIPIENT_TYPES: Final = (BIREYSEL, TACIR)
 
 IYS_ERROR: Final = "iys"
 """``error_kind`` of a message a provider refused for İYS (null otherwise)."""
+
+IYS_REPORT_MARK: Final = "İYS: "
+"""How a report's error code says the provider refused the message for İYS (Netgsm's
+states 16 and 17, Verimor's ``NOT_ALLOWED_BY_IYS``): the report inbox keeps the code as
+written, so the mark travels with it to the message it is applied to."""
+
+
+def iys_report_error(text: str) -> str:
+    """A report's error code marked as İYS's refusal."""
+    return text if text.startswith(IYS_REPORT_MARK) else IYS_REPORT_MARK + text
+
+
+def refused_for_iys(error_code: str | None) -> bool:
+    """Whether a report's error code says İYS refused the message."""
+    return bool(error_code) and str(error_code).startswith(IYS_REPORT_MARK)
 
 
 @dataclass(frozen=True)

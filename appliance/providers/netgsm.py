@@ -54,6 +54,7 @@ from .callbacks import (
 from .credit import CreditQuery
 from .http_kind import http_kind
 from .inbound_query import InboundAnswer, InboundQuery
+from .iys import iys_report_error
 from .netgsm_codes import (
     BALANCE_ERRORS,
     INBOUND_QUERY_ERRORS,
@@ -278,7 +279,7 @@ def _report_error(state: str, code: str, meaning: str, error: str) -> str | None
     if state == "DELIVERED":
         return None
     text = report_error_text(error) or f"{code} {meaning}"
-    return f"İYS: {text}" if code in IYS_STATES else text
+    return iys_report_error(text) if code in IYS_STATES else text
 
 
 KIND = http_kind(NetgsmAdapter, None, many_per_request=True, status_query=True,

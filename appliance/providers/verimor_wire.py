@@ -57,12 +57,13 @@ from .adapter import ProviderAdapter
 from .batch import BatchWireFormat
 from .callback_token import CALLBACK_TOKEN, check_callback_token
 from .callbacks import CallbackRequest, ParsedReport, ReportParseError, report
-from .iys import IYS_ERROR, one_iys
+from .iys import IYS_ERROR, iys_report_error, one_iys
 from .outcome import Outcome, OutgoingMessage, SubmitResult, blocked, short
 from .verimor_codes import (
     DATACODING,
     IP_NOT_ALLOWED_MARK,
     IYS_SEND_ERRORS,
+    IYS_STATES,
     REPORT_STATES,
     SEND_ERRORS,
     SendVerdict,
@@ -273,13 +274,21 @@ class VerimorWire(ProviderAdapter, BatchWireFormat):
             state=self.state_of(status),
             reported_at_ms=verimor_time_ms(item.get("done_at")) or
             verimor_time_ms(item.get("sent_at")),
-            error_code=gsm_error_text(item.get("gsm_error")),
+            error_code=_error_of(status, gsm_error_text(item.get("gsm_error"))),
         )
 
     def state_of(self, status: str) -> str:
         if status == "SENT" and not self.option_bool("sent_final"):
             return UNKNOWN_WORD_STATE
         return REPORT_STATES.get(status, UNKNOWN_WORD_STATE)
+
+
+def _error_of(status: str, gsm_error: str | None) -> str | None:
+    """The error kept with a report: the operator's ``gsm_error``; İYS's refusal marked
+    as one (:func:`~.iys.iys_report_error`), with the status when there is no code."""
+    if status in IYS_STATES:
+        return iys_report_error(gsm_error or status)
+    return gsm_error
 
 
 def entry_type(item: Mapping[str, Any]) -> str:

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from appliance.providers.iys import IYS_ERROR, refused_for_iys
 from appliance.reports.aggregate import PartView, aggregate, finalised_at
 from appliance.reports.inbox import (
     WAITING_COLUMNS,
@@ -209,14 +210,17 @@ def settle(conn: Connection, row: Waiting, now_ms: int) -> Verdict:
                           now_ms, message.id, p.part))
     if applied:
         agg = aggregate([PartView(p.part, p.state, p.state_at, p.error) for p in parts])
+        # A REJECTED report that says İYS refused it: the message's error_kind (IYS-2).
+        kind = IYS_ERROR if agg.state == "REJECTED" and row.state == "REJECTED" \
+            and refused_for_iys(row.error_code) else None
         conn.execute(
             "UPDATE messages SET state = ?, state_at = ?, finalised_at = ?,"
-            " error = coalesce(?, error),"
+            " error = coalesce(?, error), error_kind = coalesce(?, error_kind),"
             " provider_msg_id = coalesce(provider_msg_id, nullif(?, '')), updated_at = ?"
             " WHERE id = ? AND state = ?",
             (agg.state, agg.state_at,
              finalised_at(message.state, message.finalised_at, agg, now_ms), agg.error,
-             row.provider_msg_id, now_ms, message.id, message.state),
+             kind, row.provider_msg_id, now_ms, message.id, message.state),
         )
     verdict = Verdict.APPLY if applied else Verdict.STALE
     part = targets[0].part if len(targets) == 1 and (row.provider_msg_id or len(parts) == 1) \

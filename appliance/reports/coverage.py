@@ -14,6 +14,8 @@
   the submitted ref and the reported ref are not the same key.
 * *Overdue*: messages past the delivery window with no final report, either still open
   or cut off to ``UNKNOWN`` within the last ``window``.
+* *Refused for İYS*: messages created within the window (settled and live together)
+  that a provider refused for İYS (IYS-2), from a small index of those messages.
 * *Live*: the same figures over the messages created in the settle time itself
   (``[now - settle, now]``), which the settled window leaves out because many of their
   reports are still due; ``still_due`` counts those without a final state whose
@@ -32,6 +34,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from appliance.providers.iys import IYS_ERROR
 from appliance.reports.states import (
     CUT_OFF,
     FINAL_STATES,
@@ -206,6 +209,17 @@ def overdue(conn: Connection, now_ms: int, delivery_window_hours: float,
     ).fetchone()
     assert row is not None
     return sum(as_int(v) for v in row)
+
+
+def iys_refused(conn: Connection, since_ms: int, account_id: int | None = None) -> int:
+    """Messages created since ``since_ms`` that a provider refused for İYS (``REJECTED``,
+    ``error_kind`` ``"iys"``, IYS-2): a range of the small index of messages with an
+    ``error_kind``."""
+    where, args = _account(account_id)
+    row = conn.execute(
+        "SELECT count(*) FROM messages WHERE error_kind = ? AND state = 'REJECTED'"
+        f" AND created_at >= ?{where}", (IYS_ERROR, since_ms, *args)).fetchone()
+    return 0 if row is None else as_int(row[0])
 
 
 def as_json(value: Any) -> dict[str, Any]:

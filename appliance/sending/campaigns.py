@@ -24,6 +24,7 @@ from typing import Any
 from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.consents import NO_CONSENT
 from appliance.optout.suppressions import SUPPRESSED
+from appliance.providers.iys import IYS_ERROR
 from appliance.reports.states import FINAL_STATES
 from appliance.sending.duplicates import DUPLICATE_TODAY
 from appliance.sending.personalise import Template, as_written, parse
@@ -164,6 +165,7 @@ class Progress:
     ucs2_parts: int | None = None  # what they would take in UCS-2; None: not known
     no_consent: int = 0  # CANCELLED: a commercial message to a number without consent
     duplicate_today: int = 0  # CANCELLED: the same text went to the number today (IYS-4)
+    iys_refused: int = 0  # REJECTED by a provider for İYS (error_kind "iys")
 
     @property
     def encoding(self) -> str:
@@ -320,10 +322,13 @@ def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> 
             ucs2_parts += int(r[5] or 0)
             ucs2_known = ucs2_known and int(r[6]) == int(r[1])
     rows: list[Any] = [(state, *m) for state, m in merged.items()]
+    # Why messages were left out (CANCELLED: suppressed, no consent, sent today) and how
+    # many a provider refused for İYS (REJECTED, error_kind "iys"), in one pass.
     why: dict[str, int] = {str(r[0]): as_int(r[1]) for r in conn.execute(
-        "SELECT error, count(*) FROM messages WHERE campaign_id = ? AND state = 'CANCELLED'"
-        " AND error IN (?, ?, ?) GROUP BY error",
-        (campaign.id, SUPPRESSED, NO_CONSENT, DUPLICATE_TODAY))}
+        "SELECT CASE WHEN state = 'REJECTED' THEN error_kind ELSE error END, count(*)"
+        " FROM messages WHERE campaign_id = ? AND ((state = 'CANCELLED' AND error IN"
+        " (?, ?, ?)) OR (state = 'REJECTED' AND error_kind = ?)) GROUP BY 1",
+        (campaign.id, SUPPRESSED, NO_CONSENT, DUPLICATE_TODAY, IYS_ERROR))}
     parts = sum(int(r[2] or 0) for r in rows if r[0] != "CANCELLED")
     if not campaign.expanded and campaign.state != CANCELLED:
         parts = max(parts, campaign.parts)  # not all created yet: the dry run's count
@@ -332,7 +337,7 @@ def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> 
         ucs2_parts = max(ucs2_parts, campaign.total * campaign.segmentation.ucs2_parts)
     return Progress(campaign, {str(r[0]): int(r[1]) for r in rows}, why.get(SUPPRESSED, 0),
                     parts, most, now_ms, encodings, ucs2_parts if ucs2_known else None,
-                    why.get(NO_CONSENT, 0), why.get(DUPLICATE_TODAY, 0))
+                    why.get(NO_CONSENT, 0), why.get(DUPLICATE_TODAY, 0), why.get(IYS_ERROR, 0))
 
 
 def list_campaigns(conn: Connection, account_id: int, limit: int = 100,

@@ -39,7 +39,7 @@ def message_actions(conn: Connection, message_id: int) -> list[Action]:
 MESSAGE_COLUMNS = (
     "id, ref, account_id, campaign_id, provider, msisdn, body, state, state_at, attempts,"
     " next_attempt_at, provider_msg_id, error, created_at, updated_at, submitted_at,"
-    " finalised_at, encoding, parts, ucs2_because, priority, ucs2_parts"
+    " finalised_at, encoding, parts, ucs2_because, priority, ucs2_parts, error_kind"
 )
 
 
@@ -67,6 +67,7 @@ class Message:
     ucs2_because: str | None = None
     priority: int = PRIORITY_HIGH
     ucs2_parts: int | None = None  # what UCS-2 would have taken; None: made before ENC-1
+    error_kind: str | None = None  # "iys": a provider refused it for İYS; else None
 
 
 @dataclass(frozen=True)

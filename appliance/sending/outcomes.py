@@ -67,7 +67,8 @@ def backoff_ms(attempts: int, rng: random.Random | None = None) -> int:
 # One statement for every outcome, so a batch is one executemany. Guarded by SENDING: a
 # state set by anything else is never overwritten.
 _RECORD_MESSAGE = (
-    "UPDATE messages SET state = ?, error = ?, next_attempt_at = coalesce(?, next_attempt_at),"
+    "UPDATE messages SET state = ?, error = ?, error_kind = ?,"
+    " next_attempt_at = coalesce(?, next_attempt_at),"
     " provider_msg_id = coalesce(?, provider_msg_id), submitted_at = coalesce(submitted_at, ?),"
     " finalised_at = coalesce(finalised_at, ?), updated_at = ?"
     " WHERE id = ? AND state = 'SENDING'"
@@ -157,16 +158,19 @@ def _plan(batch: _Batch, provider: str, msg: Claimed, outcome: Outcome, now_ms: 
         # back where it was before this attempt (QUEUED on a first one), due as it was;
         # its lane holds (appliance.sending.provider_holds).
         back = "QUEUED" if msg.attempts <= 1 else "RETRY"
-        batch.messages.append((back, outcome.error, None, None, None, None, now_ms, msg.id))
+        batch.messages.append((back, outcome.error, None, None, None, None, None, now_ms,
+                               msg.id))
         return
     if not tried:  # nothing is known of any part: the message as a whole
         if result is SubmitResult.RETRY and not out_of_tries:
             again = now_ms + _wait_ms(msg, outcome.retry_after_s, rng)
-            batch.messages.append(("RETRY", outcome.error, again, None, None, None, now_ms,
-                                   msg.id))
+            batch.messages.append(("RETRY", outcome.error, None, again, None, None, None,
+                                   now_ms, msg.id))
         else:
             error = gave_up if result is SubmitResult.RETRY else outcome.error
-            batch.messages.append(("REJECTED", error, None, None, None, now_ms, now_ms, msg.id))
+            kind = outcome.error_kind if result is SubmitResult.REJECTED else None
+            batch.messages.append(("REJECTED", error, kind, None, None, None, now_ms, now_ms,
+                                   msg.id))
         return
     skip = msg.skip_parts
     states = dict(msg.known_parts)
@@ -203,7 +207,8 @@ def _plan(batch: _Batch, provider: str, msg: Claimed, outcome: Outcome, now_ms: 
         error = error or "outcome unknown"
     elif out_of_tries and any(p.error == gave_up for p in written):
         error = gave_up
-    batch.messages.append((state, error, at, first_id, now_ms if any_taken else None,
+    kind = outcome.error_kind if state == "REJECTED" and error == outcome.error else None
+    batch.messages.append((state, error, kind, at, first_id, now_ms if any_taken else None,
                            now_ms if state in FINAL_STATES else None, now_ms, msg.id))
 
 

@@ -397,6 +397,16 @@ CREATE TABLE key_daily_counts (
     conn.execute(table if sqlite else dialect.postgresql_schema(table))
 
 
+def add_error_kind(conn: apsw.Connection) -> None:
+    """Version 18 (IYS-2): what kind of refusal ended a message (``iys``: a provider
+    refused it for İYS); every message before has none. The few that have one are
+    indexed by creation time (the dashboard's count)."""
+    text = "TEXT" if isinstance(conn, apsw.Connection) else 'TEXT COLLATE "C"'
+    conn.execute(f"ALTER TABLE messages ADD COLUMN error_kind {text}")
+    conn.execute("CREATE INDEX messages_refused_kind ON messages (created_at)"
+                 " WHERE error_kind IS NOT NULL")
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
@@ -414,4 +424,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     14: add_pulls,
     16: add_consents,
     17: add_key_quotas,
+    18: add_error_kind,
 }

@@ -75,6 +75,8 @@ LIST = obj(("name",), name=STR, contacts=INT)
 MESSAGE = obj(("ref", "state"), ref=STR, state=STR, final=BOOL, to=STR, provider=STR,
               provider_msg_id=ANY, encoding=STR, parts=INT, ucs2_because=ANY,
               ucs2_parts=ANY, campaign_id=ANY, priority=STR, attempts=INT, error=ANY,
+              error_kind={"anyOf": [{"type": "string", "examples": ["iys"]},
+                                    {"type": "null"}]},
               created_at=ANY, submitted_at=ANY, finalised_at=ANY, updated_at=ANY,
               part_reports=arr(ANY), actions=arr(ANY), pulls=ANY,
               history=arr(obj(part=ANY, state=ANY, status=ANY, source={
@@ -84,6 +86,7 @@ SENT = obj(("ref", "state"), ref=STR, state=STR, priority=STR, encoding=STR, par
 CAMPAIGN = obj(("id", "state"), id=INT, campaignId=INT, state=STR, list=STR, provider=STR,
                total=INT, parts=ANY, parts_per_message=ANY, encoding=ANY, ucs2_parts=ANY,
                ucs2_because=ANY, suppressed=ANY, cancelled=ANY, uncertain=ANY,
+               iys_refused=INT,
                coverage_pct=NUM, delivered_pct=NUM, messages_per_s=NUM, eta_s=ANY,
                eta_at=ANY, send_at=ANY, window=ANY, window_open=BOOL, finalised=ANY,
                counts=ANY, poll=STR)
@@ -100,8 +103,8 @@ SUPPRESSION = obj(("msisdn",), msisdn=STR, reason=ANY, source=ANY)
 LOADED = obj(("added", "rejected"), added=INT, already=INT, updated=INT, unchanged=INT,
              rejected=INT, rejects=arr(obj(line_number=ANY, line=ANY, reason=ANY)))
 STATS = obj((), coverage_pct=ANY, delivered_pct=ANY, window=ANY, live=ANY, inbox=ANY,
-            overdue=ANY, open_by_hour=ANY, live_window=ANY, live_by_hour=ANY, alerts=ANY,
-            webhooks=ANY, at=ANY)
+            overdue=ANY, iys_refused=INT, open_by_hour=ANY, live_window=ANY, live_by_hour=ANY,
+            alerts=ANY, webhooks=ANY, at=ANY)
 CONSENT = obj(("msisdn",), msisdn=STR, status={"enum": ["ONAY", "RET"]},
               recipient_type={"enum": ["BIREYSEL", "TACIR"]}, source=ANY, consented_at=ANY,
               received_at=ANY, last_commercial_at=ANY, commercial_allowed=BOOL,

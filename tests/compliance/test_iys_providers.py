@@ -26,6 +26,7 @@ from tests.sending.support_campaigns import import_list, show
 OK_TEXT = "Kampanya! Ret icin RET yazip 4609'a gonderin. ACME AS Mersis 0123456789"
 ALL_DAY = {"from": "00:00", "to": "23:59", "tz": "UTC"}
 BRAND = "654321"
+TOKEN = "tok-iys"
 
 # What one send request said: the numbers in it (E.164 digits) and its İYS fields.
 Sent = tuple[list[str], dict[str, Any]]
@@ -99,7 +100,8 @@ KINDS = [
     Kind("verimor",
          lambda: verimor_fake.RunningFake(verimor_fake.VerimorFake()),
          lambda r: f'kind = "verimor"\nbase_url = "{r.base_url}"\n'
-                   'username = "908501234567"\npassword = "api-pass-1"\nsender = "BASLIGIM"\n',
+                   'username = "908501234567"\npassword = "api-pass-1"\nsender = "BASLIGIM"\n'
+                   f'callback_token = "{TOKEN}"\n',
          _verimor_sent,
          {"is_commercial": True, "iys_recipient_type": "BIREYSEL"},
          {"is_commercial": True, "iys_recipient_type": "TACIR"},
@@ -124,7 +126,10 @@ def rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
         cfg = tmp_path / "cfg.toml"
         cfg.write_text(f"[providers.tr]\n{kind.table(fake)}\n[compliance]\ncountry = \"TR\"\n"
                        f'iys_brand_code = "{BRAND}"\n')
-        server = Server(data, config=cfg).start()
+        server = Server(data, config=cfg)
+        if kind.name == "verimor":  # its reports are pushed to us
+            fake.fake.push_url = f"{server.url}/callbacks/tr?token={TOKEN}"
+        server.start()
         try:
             key = create_account(data)
             with server.client(key) as api:
@@ -172,3 +177,47 @@ def test_each_request_carries_the_iys_fields_of_its_numbers(rig: Rig) -> None:
     [(to, fields)] = rig.kind.requests(rig.fake)[before:]
     assert ["+" + n.removeprefix("+") for n in to] == [individuals[0]]
     assert fields == rig.kind.transactional
+
+
+def test_an_iys_refusal_ends_the_message_rejected_with_error_kind_iys_and_is_counted(
+        rig: Rig) -> None:
+    numbers = import_list(rig.api, "refused", 2, prefix="+90535")
+    assert rig.api.post("/api/consents", json=[
+        {"msisdn": n, "status": "ONAY", "recipient_type": "BIREYSEL"} for n in numbers]
+    ).json()["added"] == 2
+    rig.kind.refuse(rig.fake)
+    started = rig.api.post("/api/campaigns", json={"list": "refused", "body": OK_TEXT,
+                                                   "type": "commercial", "window": ALL_DAY})
+    assert started.status_code == 202, started.text
+    done = _campaign_done(rig.api, started.json()["campaignId"])
+    shown = [rig.api.get("/api/messages", params={"msisdn": n}).json()["messages"][0]
+             for n in numbers]
+    refused = [m for m in shown if m["state"] == "REJECTED"]
+    assert refused, shown
+    for m in shown:
+        assert m["error_kind"] == ("iys" if m["state"] == "REJECTED" else None), m
+    assert done["iys_refused"] == len(refused) == done["counts"]["REJECTED"], done
+    one = rig.api.get(f"/api/messages/{refused[0]['ref']}").json()
+    assert one["error_kind"] == "iys" and one["state"] == "REJECTED", one
+    stats = rig.api.get("/api/stats").json()
+    assert stats["iys_refused"] == len(refused), stats
+
+
+@pytest.mark.parametrize("rig", [KINDS[2]], ids=["verimor"], indirect=True)
+def test_a_report_of_an_iys_refusal_ends_the_message_rejected_for_iys(rig: Rig) -> None:
+    refused, delivered = "+905360000001", "+905360000002"
+    rig.fake.fake.fates["905360000001"] = ("NOT_ALLOWED_BY_IYS", "0")
+    assert rig.api.post("/api/consents", json=[
+        {"msisdn": n, "status": "ONAY", "recipient_type": "TACIR"}
+        for n in (refused, delivered)]).json()["added"] == 2
+    refs = []
+    for n in (refused, delivered):
+        r = rig.api.post("/api/messages", json={"to": n, "body": OK_TEXT,
+                                                "type": "commercial"})
+        assert r.status_code == 202, r.text
+        refs.append(r.json()["ref"])
+    no = wait_state(rig.api, refs[0], "REJECTED")
+    yes = wait_state(rig.api, refs[1], "DELIVERED")
+    assert (no["error_kind"], yes["error_kind"]) == ("iys", None), (no, yes)
+    assert "NOT_ALLOWED_BY_IYS" in (no["error"] or ""), no
+    assert rig.api.get("/api/stats").json()["iys_refused"] == 1

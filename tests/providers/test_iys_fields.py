@@ -6,18 +6,23 @@ messages carries one set of fields: messages that differ are never put in one.""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 
+import httpx
 import pytest
 
+from appliance.providers import Outcome, SubmitResult
 from appliance.providers.batch import BatchWireFormat
-from appliance.providers.iys import Iys
+from appliance.providers.iletimerkezi_codes import send_outcome
+from appliance.providers.iys import Iys, refused_for_iys
 from tests.providers import iletimerkezi_support as im
 from tests.providers import netgsm_support as ng
 from tests.providers.provider_test_support import message
 from tests.providers.test_provider_infobip import adapter as infobip
 from tests.providers.test_verimor_batch import campaign as verimor_batch
 from tests.providers.test_verimor_wire import adapter as verimor
+from tests.providers.test_verimor_wire import answer as verimor_answer
 
 BIREYSEL = Iys(commercial=True, recipient_type="BIREYSEL", brand_code="654321")
 TACIR = Iys(commercial=True, recipient_type="TACIR", brand_code="654321")
@@ -90,3 +95,48 @@ def test_a_request_never_mixes_two_recipient_types(wire: str) -> None:
 def test_a_recipient_type_that_is_neither_cannot_be_made() -> None:
     with pytest.raises(ValueError):
         Iys(commercial=True, recipient_type="KURUMSAL")
+
+
+def _netgsm_answer(body: str) -> httpx.Response:
+    wire = ng.adapter()
+    return httpx.Response(200, content=body.encode(), request=wire.build_request(ng.batch(1)[0]))
+
+
+@pytest.mark.parametrize(("outcome", "kind"), [
+    (lambda: send_outcome(469, "IYS listenizi seçmelisiniz", many=False), "iys"),
+    (lambda: send_outcome(470, "", many=True), "iys"),
+    (lambda: send_outcome(451, "Tekrar eden sipariş", many=False), None),
+    (lambda: ng.adapter().interpret_response(_netgsm_answer("50")), "iys"),
+    (lambda: ng.adapter().interpret_response(_netgsm_answer("51")), "iys"),
+    (lambda: ng.adapter().interpret_response(_netgsm_answer("20")), None),
+    (lambda: verimor().interpret_response(verimor_answer(400, "NO_AHS_BRAND_ERROR")), "iys"),
+    (lambda: verimor().interpret_response(verimor_answer(400, "INVALID_IYS_RECIPIENT_TYPE")),
+     "iys"),
+    (lambda: verimor().interpret_response(verimor_answer(400, "FORBIDDEN_MESSAGE")), None),
+])
+def test_an_iys_refusal_is_rejected_with_error_kind_iys(outcome: Callable[[], Outcome],
+                                                        kind: str | None) -> None:
+    got = outcome()
+    assert got.result is SubmitResult.REJECTED and got.error_kind == kind, got
+
+
+@pytest.mark.parametrize("outcome", [
+    lambda: send_outcome(499, "", many=False),
+    lambda: ng.adapter().interpret_response(_netgsm_answer("52")),
+    lambda: verimor().interpret_response(verimor_answer(400, "NOT_A_WORD_OF_THE_GUIDE")),
+])
+def test_an_unknown_code_stays_as_it_was_and_is_never_an_iys_refusal(
+        outcome: Callable[[], Outcome]) -> None:
+    got = outcome()
+    assert got.result in (SubmitResult.UNCERTAIN, SubmitResult.RETRY), got
+    assert got.error_kind is None
+
+
+def test_a_report_of_an_iys_refusal_carries_the_mark_to_the_message() -> None:
+    wire = verimor()
+    refused = wire.report_of({"status": "NOT_ALLOWED_BY_IYS", "message_custom_id": "R1",
+                              "campaign_id": 7, "dest": "905321234567", "gsm_error": "0"})
+    assert refused.state == "REJECTED" and refused_for_iys(refused.error_code)
+    other = wire.report_of({"status": "REJECTED", "message_custom_id": "R2",
+                            "campaign_id": 7, "dest": "905321234568", "gsm_error": "0"})
+    assert other.state == "REJECTED" and not refused_for_iys(other.error_code)

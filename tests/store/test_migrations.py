@@ -165,3 +165,23 @@ def test_version_10_keeps_the_stored_payloads_with_the_body_last(tmp_path: Path)
     assert columns[-1] == "body"
     assert kept == [(1, "text/plain", b"+905321234567\n" * 3, 5)]
     assert job == [(2, None, 0, 0)]  # part-way between chunks: where a window starts
+
+
+def test_version_18_gives_every_existing_message_no_error_kind(tmp_path: Path) -> None:
+    old = tmp_path / "v5.db"
+    conn = apsw.Connection(str(old))
+    conn.execute((SCHEMAS / "v5.sql").read_text())
+    conn.execute("PRAGMA user_version=5")
+    conn.execute("INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0)")
+    conn.execute(
+        "INSERT INTO messages (ref, account_id, provider, msisdn, body, state, state_at,"
+        " next_attempt_at, created_at, updated_at, error) VALUES ('refused', 1, 'p',"
+        " '+905321234567', 'x', 'REJECTED', 7, 0, 0, 9, 'iletimerkezi 469')")
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    check = open_connection(str(old), readonly=True)
+    try:
+        assert check.execute("SELECT ref, state, error_kind FROM messages").fetchall() == [
+            ("refused", "REJECTED", None)]
+    finally:
+        check.close()

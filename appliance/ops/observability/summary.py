@@ -21,6 +21,7 @@ from appliance.reports.coverage import (
     as_json,
     coverage_of,
     inbox_health,
+    iys_refused,
     live_by_hour,
     open_by_hour,
     overdue,
@@ -57,6 +58,8 @@ def summary(conn: Connection, settings: Settings, now_ms: int,
         "live": live.as_json(),
         "inbox": as_json(health),
         "overdue": late,
+        "iys_refused": iys_refused(conn, now_ms - int(a.coverage_window_hours * 3_600_000),
+                                   account_id),
         "open_by_hour": [
             {"hour": iso(h.hour), "still_open": h.still_open, "total": h.total}
             for h in hours
