@@ -22,6 +22,7 @@ from appliance.simulator import iletimerkezi_fake, netgsm_fake, verimor_fake
 from tests.harness import Server, create_account, wait_for
 from tests.sending.support import wait_state
 from tests.sending.support_campaigns import import_list, show
+from tests.web.console_support import create_user, sign_in
 
 OK_TEXT = "Kampanya! Ret icin RET yazip 4609'a gonderin. ACME AS Mersis 0123456789"
 ALL_DAY = {"from": "00:00", "to": "23:59", "tz": "UTC"}
@@ -115,6 +116,7 @@ class Rig:
     fake: Any
     server: Server
     api: httpx.Client
+    data: Path
 
 
 @pytest.fixture(params=KINDS, ids=[k.name for k in KINDS])
@@ -133,7 +135,7 @@ def rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
         try:
             key = create_account(data)
             with server.client(key) as api:
-                yield Rig(kind, fake, server, api)
+                yield Rig(kind, fake, server, api, data)
         finally:
             server.stop()
 
@@ -201,6 +203,13 @@ def test_an_iys_refusal_ends_the_message_rejected_with_error_kind_iys_and_is_cou
     assert one["error_kind"] == "iys" and one["state"] == "REJECTED", one
     stats = rig.api.get("/api/stats").json()
     assert stats["iys_refused"] == len(refused), stats
+    # The console shows them: on the dashboard and on the campaign's page.
+    create_user(rig.data, "alice", "acme")
+    with sign_in(rig.server) as console:
+        figures = console.get("/dashboard/figures").text
+        assert f"data-iys-refused>{len(refused)}<" in figures, figures
+        page = console.get(f"/campaigns/{started.json()['campaignId']}").text
+        assert f"data-campaign-iys-refused>{len(refused)}<" in page
 
 
 @pytest.mark.parametrize("rig", [KINDS[2]], ids=["verimor"], indirect=True)
