@@ -19,6 +19,7 @@ ORDER = [
     "bench_send.py",
     "bench_send_ceiling.py",
     "bench_claim.py",
+    "bench_claim_iys.py",
     "bench_sender_units.py",
     "bench_webhook_trigger.py",
     "bench_smpp.py",
