@@ -12,10 +12,11 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from appliance.providers import Outcome, SubmitResult
+from appliance.providers import CallbackRequest, Outcome, SubmitResult
 from appliance.providers.batch import BatchWireFormat
 from appliance.providers.iletimerkezi_codes import send_outcome
 from appliance.providers.iys import Iys, refused_for_iys
+from appliance.providers.status_query import PullTarget
 from tests.providers import iletimerkezi_support as im
 from tests.providers import netgsm_support as ng
 from tests.providers.provider_test_support import message
@@ -140,3 +141,17 @@ def test_a_report_of_an_iys_refusal_carries_the_mark_to_the_message() -> None:
     other = wire.report_of({"status": "REJECTED", "message_custom_id": "R2",
                             "campaign_id": 7, "dest": "905321234568", "gsm_error": "0"})
     assert other.state == "REJECTED" and not refused_for_iys(other.error_code)
+
+
+def test_a_netgsm_report_of_state_16_is_marked_as_refused_by_iys() -> None:
+    wire = ng.adapter()
+    target = PullTarget("R1", "1311033503:905321234500", "+905321234500", 0)
+    body = (b"905321234500 16 10 1 05.12.2026 10:00:00 0<br>")
+    answer = wire.read_status_answer([target], 200, CallbackRequest(
+        method="PULL", url="", query="", headers={}, body=body))
+    [one] = answer.reports
+    assert one.state == "REJECTED" and refused_for_iys(one.error_code), one
+    body = (b"905321234500 3 10 1 05.12.2026 10:00:00 105<br>")
+    [other] = wire.read_status_answer([target], 200, CallbackRequest(
+        method="PULL", url="", query="", headers={}, body=body)).reports
+    assert other.state == "REJECTED" and not refused_for_iys(other.error_code), other
