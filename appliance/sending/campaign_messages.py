@@ -58,7 +58,9 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
         (campaign.account_id, campaign.list_id, campaign.queued_through,
          campaign.last_contact_id, chunk),
     ).fetchall()
-    # IYS-2: a commercial campaign in Turkey reaches only numbers with consent.
+    # IYS-2: a commercial campaign in Turkey reaches only numbers with consent. Looked
+    # up apart, by the chunk's numbers: joined above, the lookup would run for every
+    # contact the statement reads before its ORDER BY ... LIMIT keeps the chunk.
     consented = consented_numbers(conn, campaign.account_id,
                                   [str(r[1]) for r in contacts]) if consent_gate else None
     through = int(contacts[-1][0]) if contacts else campaign.last_contact_id
@@ -75,10 +77,8 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     due = max(now_ms, campaign.send_at or 0)
     segs: dict[tuple[str, bool], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
-    keys: list[str | None] = []
     day_keys = None if sender is None else DayKeys(campaign.account_id, sender, due)
     for _cid, msisdn, name, suppressed in contacts:
-        consent = consented is None or msisdn in consented
         text = template.render(None if name is None else str(name))
         key = (text, any(str(msisdn).startswith(p) for p in turkish_prefixes))
         seg = segs.get(key)
@@ -86,27 +86,25 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
             seg = segs[key] = segment(*key)
         # A suppressed contact's message is created CANCELLED (never sent), so the
         # campaign's counts add up to its total (OPS-4).
-        state, error = ("CANCELLED", SUPPRESSED) if suppressed else ("QUEUED", None)
-        if not suppressed and not consent:
-            state, error = "CANCELLED", NO_CONSENT
+        state, error = ("CANCELLED", SUPPRESSED) if suppressed else (
+            ("QUEUED", None) if consented is None or msisdn in consented
+            else ("CANCELLED", NO_CONSENT))
         if state == "QUEUED" and max_parts and seg.count > max_parts:
             state, error = "REJECTED", (f"the personalised text needs {seg.count} parts,"
                                         f" more than the provider's max_parts ({max_parts})")
-        # IYS-4 (sender given: country TR): keyed, so a repeat today is found below.
-        keys.append(day_keys.of(str(msisdn), text)
-                    if day_keys is not None and state == "QUEUED" else None)
         rows.append((new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
                      text, state, error, due, now_ms, now_ms,
                      now_ms if state != "QUEUED" else None, seg.encoding, seg.count,
-                     seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts, campaign.message_type))
-    if sender is not None:
-        taken = live_keys(conn, (k for k in keys if k is not None))
-        for i, held in enumerate(keys):
-            if held in taken:  # created CANCELLED, counted: the campaign adds up
-                keys[i] = None
-                rows[i] = (*rows[i][:6], "CANCELLED", DUPLICATE_TODAY, *rows[i][8:11],
-                           now_ms, *rows[i][12:])
-    rows = [(*r, k) for r, k in zip(rows, keys, strict=True)]
+                     seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts, campaign.message_type,
+                     # IYS-4 (sender given: country TR): keyed, a repeat today found below.
+                     day_keys.of(str(msisdn), text)
+                     if day_keys is not None and state == "QUEUED" else None))
+    if day_keys is not None:
+        taken = live_keys(conn, (r[-1] for r in rows if r[-1] is not None))
+        for i, row in enumerate(rows if taken else ()):
+            if row[-1] in taken:  # created CANCELLED, counted: the campaign adds up
+                rows[i] = (*row[:6], "CANCELLED", DUPLICATE_TODAY, *row[8:11], now_ms,
+                           *row[12:-1], None)
     return executemany_changes(
         conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
         " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"

@@ -23,6 +23,7 @@ each distinct text once, for a chunk whose messages share the day and the sender
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Iterable
 from datetime import datetime
@@ -50,17 +51,20 @@ class DayKeys:
     """The keys of one account's messages through one sender header due on one day."""
 
     def __init__(self, account_id: int, sender: str, due_ms: int) -> None:
-        self._prefix = f"{day_of(due_ms)}/{account_id}/"
+        self._prefix = f"{day_of(due_ms).replace('-', '')}/{account_id}/"
         self._sender = sender
         self._digests: dict[str, str] = {}
 
     def of(self, msisdn: str, text: str) -> str:
-        """The key of the text to the number: ``YYYY-MM-DD/account/msisdn/digest``, the
-        digest 32 hex digits of the SHA-256 of the sender header and the text."""
+        """The key of the text to the number: ``YYYYMMDD/account/msisdn/digest``, the
+        digest the first 128 bits of the SHA-256 of the sender header and the text, in 22
+        characters of URL-safe base64 (short: every guarded message carries its key, and
+        the index holds it again)."""
         digest = self._digests.get(text)
         if digest is None:
             raw = f"{self._sender}\x1f{text}".encode("utf-8", "surrogatepass")
-            digest = self._digests[text] = hashlib.sha256(raw).hexdigest()[:32]
+            digest = self._digests[text] = base64.urlsafe_b64encode(
+                hashlib.sha256(raw).digest()[:16]).decode("ascii")[:22]
         return f"{self._prefix}{msisdn}/{digest}"
 
 
