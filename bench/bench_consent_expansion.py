@@ -99,12 +99,14 @@ def main() -> None:
         finally:
             store.close()
     without, with_ = statistics.median(times[False]), statistics.median(times[True])
+    runs = "; ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(times[False], times[True], strict=True))
     print(f"commercial campaign of {args.n:,} numbers, {args.n * args.consents_factor:,}"
           " consents in the account, the list " + ("shuffled" if args.shuffled
                                                     else "in number order"))
     print(f"  expansion without [compliance]: {without:.2f} s (median of {args.runs})")
     print(f"  expansion with country = TR:    {with_:.2f} s  ratio {with_ / without:.3f}"
           " (goal <= 1.10)")
+    print(f"  runs (without / with): {runs}")
 
 
 if __name__ == "__main__":
