@@ -7,6 +7,7 @@ the answer and the campaign's counts add up; it defaults to the daytime window."
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ import pytest
 from tests.harness import Server, create_account, wait_for
 from tests.sending.support import SimulatorProcess, provider_config
 from tests.sending.support_campaigns import import_list, show
+from tests.web.console_support import create_user, page_token, sign_in
 
 OK_TEXT = "Kampanya! Ret icin RET yazip 4609'a gonderin. ACME AS Mersis 0123456789"
 ALL_DAY = {"from": "00:00", "to": "23:59", "tz": "UTC"}
@@ -118,3 +120,53 @@ def test_a_commercial_campaign_without_a_window_gets_the_daytime_one(rig: Rig) -
                                                "2099-01-01T00:00:00Z"})
     assert got.status_code == 202, got.text
     assert got.json()["window"] == {"from": "08:00", "to": "21:00", "tz": "Europe/Istanbul"}
+
+
+def _console_keys(client: httpx.Client) -> list[str]:
+    page = client.get("/send")
+    assert page.status_code == 200
+    assert 'name="type" value="commercial"' in page.text  # the form asks (IYS-1)
+    return re.findall(r'name="send_key" value="([^"]+)"', page.text)
+
+
+def test_the_console_asks_the_type_and_its_confirmation_counts_those_without_consent(
+        rig: Rig) -> None:
+    numbers = import_list(rig.api, "console-mixed", 6, prefix="+90535")
+    assert rig.api.post("/api/consents", json=[
+        {"msisdn": n, "status": "ONAY", "recipient_type": "BIREYSEL"} for n in numbers[:2]
+    ]).json()["added"] == 2
+    create_user(rig.server.data_dir, "iys-clerk", "acme")
+    with sign_in(rig.server, "iys-clerk") as client:
+        token = page_token(client, "/send")
+        one, campaign_key = _console_keys(client)
+        # Untyped, or commercial without the refusal instruction: refused on the form.
+        untyped = client.post("/send/message", data={"csrf_token": token, "send_key": one,
+                                                      "to": numbers[3], "body": "Kod 1234"})
+        assert untyped.status_code == 422 and "commercial" in untyped.text
+        bare = client.post("/send/message", data={
+            "csrf_token": token, "send_key": one, "to": numbers[3], "body": "Indirim!",
+            "type": "commercial"})
+        assert bare.status_code == 422 and "how to refuse" in bare.text
+        # Commercial to a number without consent: refused, as through the API.
+        refused = client.post("/send/message", data={
+            "csrf_token": token, "send_key": one, "to": numbers[3], "body": OK_TEXT,
+            "type": "commercial"})
+        assert refused.status_code == 409, refused.text
+        review = client.post("/send/campaign/confirm", data={
+            "csrf_token": token, "send_key": campaign_key, "list": "console-mixed",
+            "body": OK_TEXT, "type": "commercial"})
+        assert review.status_code == 200, review.text
+        assert 'data-no-consent="4"' in review.text
+        assert "08:00" in review.text and "Europe/Istanbul" in review.text  # daytime
+        confirm = dict(re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"',
+                                  review.text))
+        confirm["body"] = OK_TEXT  # the browser decodes the escaped attribute
+        assert confirm["type"] == "commercial"
+        sent = client.post("/send/campaign", data=confirm)
+        assert sent.status_code == 303, sent.text
+    cid = int(sent.headers["location"].rsplit("/", 1)[1])
+    shown = wait_for(lambda: (c := show(rig.api, cid))["created"] == 6 and c, 60,
+                     message="the console's campaign expanded")
+    assert (shown["type"], shown["no_consent"]) == ("commercial", 4)
+    assert rig.api.get("/api/messages", params={"msisdn": numbers[3]}).json()[
+        "messages"][0]["state"] == "CANCELLED"

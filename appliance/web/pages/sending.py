@@ -43,7 +43,14 @@ from appliance.sending.checks import (
     check_to,
     check_window,
 )
+from appliance.sending.commercial import (
+    check_content,
+    check_type,
+    default_window,
+    gated,
+)
 from appliance.sending.dry_run import DryRun, dry_run
+from appliance.sending.duplicates import dup_key
 from appliance.sending.message_requests import queue_message
 from appliance.store.connection import Connection
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, refusal_status
@@ -83,6 +90,7 @@ async def _send_page(request: Request, session: ConsoleSession, status: int = 20
                 lists=lists, providers=list(settings.providers),
                 default_provider=settings.default_provider, values=chosen,
                 max_body=settings.sending.max_body_chars,
+                typed=settings.compliance.turkey,
                 campaigns=[campaign_json(p) for p in recent],
                 message_key=secrets.token_urlsafe(18), campaign_key=secrets.token_urlsafe(18))
 
@@ -94,10 +102,15 @@ async def send_form(request: Request, session: ConsoleSession, form: FormData) -
 def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, Any]:
     settings = parts_of(request).runtime.settings
     provider = check_provider(settings, _field(form, "provider") or None)
+    # IYS-1: with [compliance] country = "TR" the console says commercial or
+    # transactional as the API does, and a commercial text passes the same checks.
+    message_type = check_type(settings, _field(form, "type") or None)
     out: dict[str, Any] = {
         "body": check_body(settings, _field(form, "body"), provider),
         "provider": provider,
+        "type": message_type,
     }
+    check_content(settings, message_type, out["body"])
     if need_to:
         out["to"] = check_to(settings, _field(form, "to"))
     else:
@@ -105,8 +118,8 @@ def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, An
         out["send_at"] = _send_at(_field(form, "send_at"))
         tz = _field(form, "window_tz").strip()
         start, end = _field(form, "window_from"), _field(form, "window_to")
-        out["window"] = check_window({"from": start, "to": end, "tz": tz}) \
-            if (start or end or tz) else None
+        out["window"] = default_window(settings, message_type, check_window(
+            {"from": start, "to": end, "tz": tz}) if (start or end or tz) else None)
     return out
 
 
@@ -124,7 +137,8 @@ SCHEDULE_FIELDS = ("send_at", "window_from", "window_to", "window_tz")
 
 
 def _values(form: FormData) -> dict[str, str]:
-    return {k: _field(form, k) for k in ("to", "body", "provider", "list", *SCHEDULE_FIELDS)}
+    return {k: _field(form, k)
+            for k in ("to", "body", "provider", "list", "type", *SCHEDULE_FIELDS)}
 
 
 async def send_message(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -132,10 +146,16 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
     try:
         key = _form_key(form)
         checked = _checked(request, form, need_to=True)
+        settings = appliance.settings
+        provider = settings.provider(checked["provider"])
         new = NewMessage(account_id=session.account_id, msisdn=checked["to"],
                          body=checked["body"], provider=checked["provider"],
-                         idempotency_key=key, turkish=appliance.settings.provider(
-                             checked["provider"]).turkish_to(checked["to"]))
+                         idempotency_key=key, turkish=provider.turkish_to(checked["to"]),
+                         message_type=checked["type"],
+                         consent_required=gated(settings, checked["type"]),
+                         dup_key=dup_key(session.account_id, checked["to"], provider.sender,
+                                         appliance.now_ms(), checked["body"])
+                         if settings.compliance.turkey else None)
         accepted = await queue_message(appliance, new,
                                        wake_sender=parts_of(request).sender.wake)
     except Refused as exc:
@@ -170,7 +190,8 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
         if found is not None:
             running = sum(1 for j in list_jobs(c, account_id, limit=200)
                           if j.list_id == found["id"] and j.state in ("DRAFT", "RUNNING"))
-            plan = dry_run(c, account_id, name, provider, body, turkish_prefixes=prefixes)
+            plan = dry_run(c, account_id, name, provider, body, turkish_prefixes=prefixes,
+                           consent_gate=gated(appliance.settings, checked["type"]))
         return found, running, plan
 
     found, running_imports, plan = await appliance.store.readers.run(read)
@@ -190,6 +211,7 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
                 body=body, provider=provider, send_key=key[len(KEY_PREFIX):],
                 running_imports=running_imports, changed_from=None, plan=plan,
                 suppressed=plan.suppressed, schedule=_schedule(checked),
+                message_type=checked["type"],
                 schedule_values={k: _field(form, k) for k in SCHEDULE_FIELDS})
 
 
@@ -219,22 +241,25 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         return answer
     try:
         plan = await plan_campaign(appliance, session.account_id, name, checked["provider"],
-                                   checked["body"])
+                                   checked["body"], checked["type"])
         new = camp.NewCampaign(account_id=session.account_id, list_name=name,
                                provider=checked["provider"], body=checked["body"],
                                idempotency_key=key, send_at=checked["send_at"],
-                               window=checked["window"], planned_parts=plan.parts)
+                               window=checked["window"], planned_parts=plan.parts,
+                               message_type=checked["type"])
         campaign, _ = await start_campaign(appliance, new, expected_contacts=expected,
                                            wake_expansion=parts_of(request).campaigns.wake)
     except Refused as exc:
         if exc.error == "list_changed":
             summary = {"name": name, "contacts": exc.extra["contacts"]}
-            plan = await plan_campaign(appliance, new.account_id, name, new.provider, new.body)
+            plan = await plan_campaign(appliance, new.account_id, name, new.provider, new.body,
+                                       new.message_type)
             return page(request, "confirm.html", session, status=409,
                         title="Confirm the campaign", list=summary, body=checked["body"],
                         provider=checked["provider"], send_key=key[len(KEY_PREFIX):],
                         running_imports=0, changed_from=expected, plan=plan,
                         suppressed=plan.suppressed, schedule=_schedule(checked),
+                        message_type=checked["type"],
                         schedule_values={k: _field(form, k) for k in SCHEDULE_FIELDS})
         if exc.error == "idempotency_key_reused":
             return refusal(request, session, 409, "already_used",
