@@ -29,6 +29,7 @@ from appliance.sending.campaigns import (
 )
 from appliance.sending.commercial import gated
 from appliance.sending.dry_run import DryRun, dry_run
+from appliance.sending.duplicates import DayKeys
 from appliance.sending.resolution import RESEND, resolve_campaign
 from appliance.sending.sender import Sender
 from appliance.sending.steering import cancel_campaign, pause_campaign, resume_campaign
@@ -38,16 +39,22 @@ CONTROLS = ("pause", "resume", "cancel")
 
 
 async def plan_campaign(runtime: Runtime, account_id: int, list_name: str, provider: str,
-                        body: str, message_type: str | None = None) -> DryRun:
+                        body: str, message_type: str | None = None,
+                        send_at: int | None = None) -> DryRun:
     """The dry run: what the campaign would send, after personalisation. Refused:
     ``unknown_list``. Parts are counted with the Turkish tables for the numbers the
-    provider sends them to (ENC-1)."""
-    prefixes = runtime.settings.provider(provider).turkish_prefixes
+    provider sends them to (ENC-1). In Turkey, the messages whose text already went to
+    their number on the day they would be due (``send_at`` or now) are left out and
+    counted (IYS-4), as the expansion will."""
+    settings = runtime.settings.provider(provider)
+    day_keys = DayKeys(account_id, settings.sender, max(runtime.now_ms(), send_at or 0)) \
+        if runtime.settings.compliance.turkey else None
     try:
         return await runtime.store.readers.run(
             lambda c: dry_run(c, account_id, list_name, provider, body,
-                              turkish_prefixes=prefixes,
-                              consent_gate=gated(runtime.settings, message_type)))
+                              turkish_prefixes=settings.turkish_prefixes,
+                              consent_gate=gated(runtime.settings, message_type),
+                              day_keys=day_keys))
     except NoSuchList as exc:
         raise Invalid("unknown_list", str(exc)) from None
 

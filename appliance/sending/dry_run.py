@@ -2,19 +2,21 @@
 
 Counted after personalisation (OPS-3): each contact's text, its encoding and parts,
 and the contacts on the suppression list, whose messages would be created
-``CANCELLED``.
+``CANCELLED``; in Turkey also those without consent (IYS-2) and those that already have
+the same text today (IYS-4), created ``CANCELLED`` too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from appliance.message_text.segments import Segmentation, segment
 from appliance.optout.consents import ALLOWED_SQL, no_consent_count
 from appliance.optout.suppressions import suppressed_count
 from appliance.sending.campaigns import list_id_of
+from appliance.sending.duplicates import LIVE_SQL, DayKeys, live_keys
 from appliance.sending.personalise import Template, parse
 from appliance.store.connection import Connection
 
@@ -38,6 +40,7 @@ class DryRun:
     ucs2_parts: int = 0  # what the same messages would take in UCS-2 (ENC-1)
     turkish_messages: int = 0  # messages that go as GSM-7 Turkish
     no_consent: int = 0  # IYS-2: left out of a commercial campaign for want of consent
+    duplicate_today: int = 0  # IYS-4: the same text went to the number today
 
     @property
     def encoding(self) -> str:
@@ -65,7 +68,8 @@ def turkish_sql(prefixes: Sequence[str]) -> tuple[str, tuple[str, ...]]:
 
 def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
             body: str, template: Template | None = None,
-            turkish_prefixes: Sequence[str] = (), consent_gate: bool = False) -> DryRun:
+            turkish_prefixes: Sequence[str] = (), consent_gate: bool = False,
+            day_keys: DayKeys | None = None) -> DryRun:
     """Count what a campaign to ``list_name`` would send (a read unit; writes nothing).
 
     ``messages`` are the contacts that would be sent to, ``suppressed`` those on the
@@ -73,8 +77,72 @@ def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
     ``parts`` the SMS parts of the texts as each contact would get it. A personalised
     body is rendered once per distinct name (the text depends on nothing else).
     ``turkish_prefixes``: the numbers the provider sends the Turkish tables to (ENC-1).
+    ``consent_gate``: those without consent are left out (IYS-2). ``day_keys`` (with
+    ``[compliance] country = "TR"``): those whose text already went to them today are
+    left out too, and counted (IYS-4), as the campaign's expansion would.
     """
-    template = template or parse(body)
+    plan = _counted(conn, account_id, list_name, provider, body, template or parse(body),
+                    turkish_prefixes, consent_gate)
+    if day_keys is None or plan.messages == 0 or not _keyed_today(conn, day_keys):
+        return plan
+    return _less_repeats(conn, plan, account_id, template or parse(body), turkish_prefixes,
+                         consent_gate, day_keys)
+
+
+def _keyed_today(conn: Connection, day_keys: DayKeys) -> bool:
+    """Does any live message of the account carry a key of that day? (One index probe:
+    the common case, nothing sent today, needs no key worked out.)"""
+    row: Any = conn.execute(
+        f"SELECT 1 FROM messages WHERE dup_key >= ? AND dup_key < ? AND {LIVE_SQL} LIMIT 1",
+        (day_keys.prefix, day_keys.prefix + "\x7f")).fetchone()
+    return row is not None
+
+
+def _sendable_sql(account_id: int, consent_gate: bool) -> str:
+    consented = (f" AND EXISTS (SELECT 1 FROM consents k WHERE k.account_id = {int(account_id)}"
+                 f" AND k.msisdn = c.msisdn AND {ALLOWED_SQL})") if consent_gate else ""
+    return ("c.list_id = ? AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE"
+            f" s.account_id = ? AND s.msisdn = c.msisdn){consented}")
+
+
+def _less_repeats(conn: Connection, plan: DryRun, account_id: int, template: Template,
+                  turkish_prefixes: Sequence[str], consent_gate: bool,
+                  day_keys: DayKeys) -> DryRun:
+    """``plan`` without the messages a live message of today already carries the key of:
+    each sendable contact's key worked out, looked up by the index, its parts taken off."""
+    list_id = list_id_of(conn, account_id, plan.list_name)
+    name_sql = "c.name" if template.personalised else "NULL"
+    turkish, args = turkish_sql(turkish_prefixes)
+    rows: list[Any] = conn.execute(
+        f"SELECT c.msisdn, {name_sql}, {turkish} FROM contacts c WHERE"
+        f" {_sendable_sql(account_id, consent_gate)} AND c.id <= ?",
+        (*args, list_id, account_id, plan.last_contact_id)).fetchall()
+    texts: dict[Any, str] = {}
+    keyed: dict[str, tuple[str, bool]] = {}
+    for msisdn, name, to_turkey in rows:
+        text = texts.get(name)
+        if text is None:
+            text = texts[name] = template.render(None if name is None else str(name))
+        keyed[day_keys.of(str(msisdn), text)] = (text, bool(to_turkey))
+    repeats = [keyed[k] for k in live_keys(conn, keyed)]
+    if not repeats:
+        return plan
+    segs = {key: segment(*key) for key in set(repeats)}
+    less = [segs[key] for key in repeats]
+    return replace(
+        plan, messages=plan.messages - len(less),
+        parts=plan.parts - sum(s.count for s in less),
+        ucs2_parts=plan.ucs2_parts - sum(s.ucs2_parts for s in less),
+        ucs2_messages=plan.ucs2_messages - sum(s.encoding == "UCS-2" for s in less),
+        turkish_messages=plan.turkish_messages - sum(
+            s.encoding == "GSM-7 Turkish" for s in less),
+        duplicate_today=len(less))
+
+
+def _counted(conn: Connection, account_id: int, list_name: str, provider: str,
+             body: str, template: Template, turkish_prefixes: Sequence[str],
+             consent_gate: bool) -> DryRun:
+    """The dry run's counts but for today's repeats."""
     list_id = list_id_of(conn, account_id, list_name)
     row: Any = conn.execute(
         "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM contacts WHERE list_id = ?",

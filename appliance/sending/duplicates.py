@@ -51,7 +51,7 @@ class DayKeys:
     """The keys of one account's messages through one sender header due on one day."""
 
     def __init__(self, account_id: int, sender: str, due_ms: int) -> None:
-        self._prefix = f"{day_of(due_ms).replace('-', '')}/{account_id}/"
+        self.prefix = f"{day_of(due_ms).replace('-', '')}/{account_id}/"
         self._sender = sender
         self._digests: dict[str, str] = {}
 
@@ -69,7 +69,7 @@ class DayKeys:
             raw = f"{self._sender}\x1f{text}".encode("utf-8", "surrogatepass")
             digest = self._digests[text] = base64.urlsafe_b64encode(
                 hashlib.sha256(raw).digest()[:12]).decode("ascii")
-        return f"{self._prefix}{msisdn}/{digest}"
+        return f"{self.prefix}{msisdn}/{digest}"
 
 
 def dup_key(account_id: int, msisdn: str, sender: str, due_ms: int, text: str) -> str:

@@ -70,7 +70,7 @@ async def create_campaign(request: Request) -> Response:
     check_content(settings, message_type, body)
     window = default_window(settings, message_type, check_window(data.get("window")))
     plan = await plan_campaign(appliance, account.id, list_name, provider, body,
-                               message_type)
+                               message_type, send_at)
     if dry:
         return JSONResponse(dry_run_json(plan))
     check_longest(settings, plan, provider)

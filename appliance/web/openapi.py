@@ -92,12 +92,12 @@ CAMPAIGN = obj(("id", "state"), id=INT, campaignId=INT, state=STR, list=STR, pro
                counts=ANY, poll=STR)
 TYPE: Schema = {"type": "string", "examples": ["commercial", "transactional"]}
 CAMPAIGN_NEW = obj(("list", "body"), list=STR, body=STR, provider=STR, send_at=ANY,
-                   window=ANY, dry_run=BOOL, type=TYPE, validity_s=INT)
+                   window=ANY, dry_run=BOOL, type=TYPE)
 CAMPAIGN_ANSWER = {"anyOf": [
     obj(("campaignId",), campaignId=INT, total=INT, parts=ANY, state=STR, poll=STR),
     obj(("dry_run",), dry_run=BOOL, list=STR, provider=STR, messages=INT, parts=INT,
         parts_per_message=INT, encoding=STR, ucs2_parts=ANY, ucs2_because=ANY,
-        suppressed=INT)]}
+        suppressed=INT, no_consent=INT, duplicate_today=INT)]}
 ACTION = obj(("action",), action={"enum": ["resend", "mark_failed"]})
 SUPPRESSION = obj(("msisdn",), msisdn=STR, reason=ANY, source=ANY)
 LOADED = obj(("added", "rejected"), added=INT, already=INT, updated=INT, unchanged=INT,
@@ -129,7 +129,7 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: STATS}),
     Operation("POST", "/api/messages", "Send one message", {202: SENT},
               obj(("to", "body"), to=STR, body=STR, provider=STR,
-                  priority={"enum": ["high", "normal"]}, type=TYPE, validity_s=INT),
+                  priority={"enum": ["high", "normal"]}, type=TYPE),
               errors=(401, 409, 422, 429, 503),
               refusal=refused("suppressed", "unsendable_body", "invalid_unicode",
                               "rate_limited", "daily_limit", "no_consent", "duplicate_today",

@@ -141,6 +141,7 @@ def campaign_accepted_json(campaign: camp.Campaign, plan: DryRun,
     window = campaign.window
     return {"campaignId": campaign.id, "total": campaign.total,
             "parts": plan.parts, "encoding": plan.encoding, "no_consent": plan.no_consent,
+            "duplicate_today": plan.duplicate_today,
             "type": campaign.message_type,
             "state": camp.SCHEDULED if campaign.send_at is not None
             and campaign.send_at > now_ms else camp.RUNNING,
@@ -164,6 +165,7 @@ def dry_run_json(d: DryRun) -> dict[str, Any]:
         "ucs2_messages": d.ucs2_messages,
         "suppressed": d.suppressed,
         "no_consent": d.no_consent,
+        "duplicate_today": d.duplicate_today,
         "personalised": d.personalised,
         "longest": {"parts": longest.count, "encoding": longest.encoding,
                     "ucs2_parts": longest.ucs2_parts,

@@ -65,11 +65,18 @@ def test_a_campaign_skips_and_counts_the_numbers_that_had_the_text_today(rig: Ri
     for n in numbers[:3]:
         assert _send(rig.alpha, n).status_code == 202
     body = {"list": "dups", "body": TEXT, "type": "transactional"}
+    plan = rig.alpha.post("/api/campaigns", json={**body, "dry_run": True}).json()
+    assert (plan["messages"], plan["parts"], plan["duplicate_today"]) == (7, 7, 3), plan
+    other = rig.alpha.post("/api/campaigns", json={**body, "body": TEXT + ".",
+                                                   "dry_run": True}).json()
+    assert (other["messages"], other["duplicate_today"]) == (10, 0)  # another text
     first = rig.alpha.post("/api/campaigns", json=body).json()["campaignId"]
     done = wait_for(lambda: (c := show(rig.alpha, first))["state"] == "DONE" and c, 60,
                     message="the first campaign")
     assert done["duplicate_today"] == 3 and done["counts"]["CANCELLED"] == 3
     # The same list again under another campaign: every number had it today.
+    plan = rig.alpha.post("/api/campaigns", json={**body, "dry_run": True}).json()
+    assert (plan["messages"], plan["parts"], plan["duplicate_today"]) == (0, 0, 10), plan
     second = rig.alpha.post("/api/campaigns", json=body).json()["campaignId"]
     again = wait_for(lambda: (c := show(rig.alpha, second))["state"] == "DONE" and c, 60,
                      message="the second campaign")

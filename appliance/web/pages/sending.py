@@ -50,7 +50,7 @@ from appliance.sending.commercial import (
     gated,
 )
 from appliance.sending.dry_run import DryRun, dry_run
-from appliance.sending.duplicates import dup_key
+from appliance.sending.duplicates import DayKeys, dup_key
 from appliance.sending.message_requests import queue_message
 from appliance.store.connection import Connection
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, refusal_status
@@ -182,6 +182,9 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
 
     body, provider = checked["body"], checked["provider"]
     prefixes = appliance.settings.provider(provider).turkish_prefixes
+    day_keys = DayKeys(account_id, appliance.settings.provider(provider).sender,
+                       max(appliance.now_ms(), checked["send_at"] or 0)) \
+        if appliance.settings.compliance.turkey else None
 
     def read(c: Connection) -> tuple[dict[str, Any] | None, int, DryRun | None]:
         found = list_summary(c, account_id, name) if name else None
@@ -191,7 +194,8 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
             running = sum(1 for j in list_jobs(c, account_id, limit=200)
                           if j.list_id == found["id"] and j.state in ("DRAFT", "RUNNING"))
             plan = dry_run(c, account_id, name, provider, body, turkish_prefixes=prefixes,
-                           consent_gate=gated(appliance.settings, checked["type"]))
+                           consent_gate=gated(appliance.settings, checked["type"]),
+                           day_keys=day_keys)
         return found, running, plan
 
     found, running_imports, plan = await appliance.store.readers.run(read)
@@ -241,7 +245,7 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         return answer
     try:
         plan = await plan_campaign(appliance, session.account_id, name, checked["provider"],
-                                   checked["body"], checked["type"])
+                                   checked["body"], checked["type"], checked["send_at"])
         new = camp.NewCampaign(account_id=session.account_id, list_name=name,
                                provider=checked["provider"], body=checked["body"],
                                idempotency_key=key, send_at=checked["send_at"],
@@ -253,7 +257,7 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
         if exc.error == "list_changed":
             summary = {"name": name, "contacts": exc.extra["contacts"]}
             plan = await plan_campaign(appliance, new.account_id, name, new.provider, new.body,
-                                       new.message_type)
+                                       new.message_type, new.send_at)
             return page(request, "confirm.html", session, status=409,
                         title="Confirm the campaign", list=summary, body=checked["body"],
                         provider=checked["provider"], send_key=key[len(KEY_PREFIX):],
