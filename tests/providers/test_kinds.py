@@ -37,7 +37,7 @@ ALLOWED = {"provider_kinds.py", "demo.py", "cli.py", "providers/simulator_kind.p
 # The kinds whose API takes many numbers a request and can be asked about a message.
 AGGREGATORS = {"verimor", "iletimerkezi", "netgsm"}
 # The kinds that can be asked about a message one at a time.
-ASKED_ONE_BY_ONE = {"twilio", "infobip"}
+ASKED_ONE_BY_ONE = {"twilio", "infobip", "smpp"}  # smpp: query_sm, one a PDU
 # Request kinds whose provider documents no inbound (MO) webhook.
 NO_INBOUND = {"iletimerkezi", "netgsm"}
 # Request kinds whose inbound messages are asked for (Netgsm's).
@@ -63,8 +63,10 @@ def test_every_kind_is_declared_once_with_its_shape() -> None:
             assert not kind.many_per_request, kind.name
             assert kind.status_query == (kind.name in ASKED_ONE_BY_ONE
                                          or kind.name == "simulator"), kind.name
-        # A kind says it can be asked exactly when its adapter has the status query.
-        asks = kind.adapter is not None and issubclass(kind.adapter, StatusQuery)
+        # A kind says it can be asked exactly when its adapter has the status query, or
+        # (a session kind) its session asks: SMPP's query_sm.
+        asks = (kind.adapter is not None and issubclass(kind.adapter, StatusQuery)
+                or kind.name == "smpp")
         assert kind.status_query == asks, kind.name
     assert [k for k, d in KINDS.items() if d.national_language] == [
         "simulator", "verimor", "netgsm", "smpp"]
