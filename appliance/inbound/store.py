@@ -15,13 +15,14 @@ Filing one message, all in the caller's write unit:
    ``concat-ref``) is one row from its first part on; each part is kept in
    ``inbound_parts`` and the text is rebuilt as parts arrive (a missing part shows as
    ``[…]``);
-3. the accounts it is for are recorded (``inbound_accounts``): every account that has
-   sent a message to that number through that provider; when none has, every account
-   (a reply nobody can place is shown to all, and a STOP from it binds all: over-
-   suppressing is the safe side of the law);
+3. the accounts it is for are recorded (``inbound_accounts``): every account that has a
+   message to that number, through any provider (failover changes the provider); when
+   none has, no account (a reply nobody can place is shown to nobody: another account's
+   customer's text is not the caller's to read);
 4. when the (whole) text is a STOP keyword (:mod:`appliance.optout.keywords`), the sender
    is added to each of those accounts' suppression lists, source ``inbound``, with the
-   inbound message as the reason, in the same transaction as the message itself.
+   inbound message as the reason, in the same transaction as the message itself; a STOP
+   nobody can place binds every account (over-suppressing is the safe side of the law).
 
 :func:`receive_inbound` is the entry point for a transport that receives messages over
 its own session (SMPP ``deliver_sm`` that is not a receipt); :func:`receive_request` is
@@ -111,12 +112,16 @@ def store_raw(conn: Connection, raw: RawCallback, now_ms: int, parsed: bool,
     return as_int(row[0])
 
 
-def _accounts_for(conn: Connection, provider: str, msisdn: str) -> list[int]:
-    every = [as_int(r[0]) for r in conn.execute("SELECT id FROM accounts ORDER BY id")]
-    senders = [a for a in every if conn.execute(
-        "SELECT 1 FROM messages WHERE account_id = ? AND msisdn = ? AND provider = ? LIMIT 1",
-        (a, msisdn, provider)).fetchone() is not None]
-    return senders or every
+def _accounts_for(conn: Connection, msisdn: str) -> list[int]:
+    """The accounts that have a message to ``msisdn``, through any provider.
+
+    One probe of ``messages_msisdn (account_id, msisdn)`` per account: accounts are few,
+    messages many, and without statistics SQLite would read the whole index to answer
+    "which accounts" in one search by number.
+    """
+    return [as_int(r[0]) for r in conn.execute(
+        "SELECT a.id FROM accounts a WHERE EXISTS (SELECT 1 FROM messages m"
+        " WHERE m.account_id = a.id AND m.msisdn = ?) ORDER BY a.id", (msisdn,))]
 
 
 def _insert(conn: Connection, provider: str, key: str | None, msisdn: str,
@@ -148,13 +153,13 @@ def _repeat(conn: Connection, raw_id: int, inbound_id: int) -> InboundResult:
     return InboundResult(raw_id, inbound_id, True, keyword)
 
 
-def _record_accounts(conn: Connection, inbound_id: int, provider: str,
-                     msisdn: str) -> list[int]:
+def _record_accounts(conn: Connection, inbound_id: int, msisdn: str) -> list[int]:
+    """The accounts the message is listed to: found when it was first filed, else now."""
     found = [as_int(r[0]) for r in conn.execute(
         "SELECT account_id FROM inbound_accounts WHERE inbound_id = ?", (inbound_id,))]
     if found:
         return found
-    accounts = _accounts_for(conn, provider, msisdn)
+    accounts = _accounts_for(conn, msisdn)
     for account_id in accounts:
         conn.execute("INSERT INTO inbound_accounts (account_id, inbound_id) VALUES (?, ?)"
                      " ON CONFLICT (account_id, inbound_id) DO NOTHING", (account_id, inbound_id))
@@ -167,6 +172,8 @@ def _stop(conn: Connection, inbound_id: int, provider: str, msisdn: str,
     if not msisdn.startswith("+"):
         return ()  # not a number anyone can send to
     reason = f"{keyword} received from {msisdn} via {provider} (inbound message {inbound_id})"
+    if not accounts:  # nobody can place it: it binds every account, the safe side
+        accounts = [as_int(r[0]) for r in conn.execute("SELECT id FROM accounts ORDER BY id")]
     added = []
     for account_id in accounts:
         _, created = suppressions.add(conn, account_id, msisdn, reason, "inbound", now_ms,
@@ -179,7 +186,7 @@ def _stop(conn: Connection, inbound_id: int, provider: str, msisdn: str,
 def _filed(conn: Connection, rules: InboundRules, raw_id: int, inbound_id: int,
            provider: str, msisdn: str, text: str, now_ms: int) -> InboundResult:
     """A whole message is here: its accounts, and a STOP honoured."""
-    accounts = _record_accounts(conn, inbound_id, provider, msisdn)
+    accounts = _record_accounts(conn, inbound_id, msisdn)
     keyword = rules.keywords.match(text)
     added: tuple[int, ...] = ()
     if keyword is not None:
@@ -211,7 +218,7 @@ def _file_part(conn: Connection, rules: InboundRules, provider: str, msisdn: str
     conn.execute("UPDATE inbound_messages SET text = ?, parts_received = ? WHERE id = ?",
                  (text, len(have), inbound_id))
     if len(have) < msg.parts:
-        _record_accounts(conn, inbound_id, provider, msisdn)  # listed while incomplete
+        _record_accounts(conn, inbound_id, msisdn)  # listed while incomplete
         return InboundResult(raw_id, inbound_id, False, None)
     return _filed(conn, rules, raw_id, inbound_id, provider, msisdn, text, now_ms)
 

@@ -89,6 +89,14 @@ base_url = "{sim.url}"
         sim.stop()
 
 
+def sent(api: httpx.Client, *numbers: str) -> None:
+    """The account messages each number (queued: the providers are closed), so an
+    inbound message from it is the account's."""
+    for number in numbers:
+        queued = api.post("/api/messages", json={"to": number, "body": "hi", "provider": "vg"})
+        assert queued.status_code == 202, queued.text
+
+
 def rows(rig: Rig, sql: str, *args: object) -> list[Any]:
     conn = apsw.Connection(str(rig.server.data_dir / "appliance.db"),
                            flags=apsw.SQLITE_OPEN_READONLY)
@@ -197,15 +205,16 @@ def test_a_stop_through_each_kind_adds_the_number(rig: Rig, kind: str, text: str
         assert "<Response></Response>" in answer.text
     else:
         assert answer.status_code == 200, answer.text
+    [(inbound_id, got_text, keyword)] = rows(
+        rig, "SELECT id, text, keyword FROM inbound_messages WHERE msisdn = ?", sender)
+    assert got_text == text and keyword in ("STOP", "IPTAL", "DUR", "RET")
     for api in (rig.alpha, rig.beta):  # nobody sent to it: every account stops
         [entry] = api.get("/api/suppressions", params={"msisdn": sender}).json()["suppressions"]
-        assert entry["source"] == "inbound" and entry["inbound_id"]
+        assert entry["source"] == "inbound" and entry["inbound_id"] == inbound_id
         assert f"inbound message {entry['inbound_id']}" in entry["reason"]
-        [got] = api.get("/api/inbound", params={"msisdn": sender}).json()["inbound"]
-        assert (got["from"], got["text"], got["stop"], got["id"]) == (
-            sender, text, True, entry["inbound_id"])
-        assert got["keyword"] in ("STOP", "IPTAL", "DUR", "RET")
-        assert entry["reason"].startswith(got["keyword"])
+        assert entry["reason"].startswith(keyword)
+        # ... and none lists it: it is no account's to read.
+        assert api.get("/api/inbound", params={"msisdn": sender}).json()["inbound"] == []
         refused = api.post("/api/messages", json={"to": sender, "body": "hello again"})
         assert refused.status_code == 409
 
@@ -213,12 +222,14 @@ def test_a_stop_through_each_kind_adds_the_number(rig: Rig, kind: str, text: str
 @pytest.mark.parametrize("kind", KINDS)
 def test_an_ordinary_message_is_stored_and_suppresses_nothing(rig: Rig, kind: str) -> None:
     sender = f"+9053281{KINDS.index(kind):05d}"
+    sent(rig.alpha, sender)
     assert deliver(rig, kind, sender, "Merhaba, yarın arar mısınız?",
                    f"MO-{kind}-2").status_code == 200
     [got] = rig.alpha.get("/api/inbound", params={"msisdn": sender}).json()["inbound"]
     assert (got["text"], got["stop"], got["keyword"]) == ("Merhaba, yarın arar mısınız?",
                                                          False, None)
     assert rig.alpha.get("/api/suppressions", params={"msisdn": sender}).json()["total"] == 0
+    assert rig.beta.get("/api/inbound", params={"msisdn": sender}).json()["inbound"] == []
 
 
 def counts(rig: Rig) -> tuple[int, int, int]:
@@ -316,9 +327,11 @@ def test_a_stop_binds_the_accounts_that_sent_to_the_number(rig: Rig) -> None:
     cancelled = wait_for(lambda: (m := rig.alpha.get(f"/api/messages/{ref}").json())[
         "state"] == "CANCELLED" and m, 30, message="the queued message to be cancelled")
     assert cancelled["error"] == "suppressed"
-    # Through another provider, nobody sent to it: every account stops.
+    # Through another provider it is still alpha's alone (failover changes the provider).
     assert deliver(rig, "http", sender, "STOP", "gw-owned").status_code == 200
-    assert rig.beta.get("/api/suppressions", params={"msisdn": sender}).json()["total"] == 1
+    assert len(rig.alpha.get("/api/inbound", params={"msisdn": sender}).json()["inbound"]) == 2
+    assert rig.beta.get("/api/inbound", params={"msisdn": sender}).json()["inbound"] == []
+    assert rig.beta.get("/api/suppressions", params={"msisdn": sender}).json()["total"] == 0
     assert deliver(rig, "vonage-get", stranger, "DUR", "MO-stranger").status_code == 200
     for api in (rig.alpha, rig.beta):
         assert api.get("/api/suppressions", params={"msisdn": stranger}).json()["total"] == 1
@@ -326,6 +339,7 @@ def test_a_stop_binds_the_accounts_that_sent_to_the_number(rig: Rig) -> None:
 
 def test_a_message_in_parts_is_one_message(rig: Rig) -> None:
     sender = "+905328400001"
+    sent(rig.alpha, sender, "+905328400002")
     parts = ["Merhaba, bu mesaj ", "üç parça halinde ", "geliyor."]
     for n in (3, 1, 2, 1):  # out of order, and a part repeated
         params = vonage_params(sender, parts[n - 1], f"MO-part-{n}", concat="true", **{
@@ -349,7 +363,9 @@ def test_a_message_in_parts_is_one_message(rig: Rig) -> None:
 
 
 def test_inbound_is_listed_newest_first_in_pages_and_counted(rig: Rig) -> None:
-    sender = "+905328500001"
+    sender, stopper = "+905328500001", "+905328500002"
+    sent(rig.alpha, sender, stopper)
+    assert post_gw(rig, {"id": "page-stop", "from": stopper, "text": "STOP"}).status_code == 200
     for i in range(5):
         assert post_gw(rig, {"id": f"page-{i}", "from": sender, "text": f"m{i}"}
                        ).status_code == 200
@@ -367,3 +383,27 @@ def test_inbound_is_listed_newest_first_in_pages_and_counted(rig: Rig) -> None:
     [(total, stopped)] = rows(rig, "SELECT count(*), count(keyword) FROM inbound_messages")
     assert f"appliance_inbound_messages {float(total)}" in metrics
     assert f"appliance_inbound_stops {float(stopped)}" in metrics
+
+
+def test_inbound_is_listed_and_stops_only_in_the_accounts_that_sent_to_the_number(
+        rig: Rig) -> None:
+    mine, theirs, nobodys = "+905328600001", "+905328600002", "+905328600003"
+    sent(rig.alpha, mine)
+    sent(rig.beta, theirs)
+    for sender, msg_id in ((mine, "iso-1"), (theirs, "iso-2"), (nobodys, "iso-3")):
+        # Through another provider than the one sent through: the number is what counts.
+        assert post_gw(rig, {"id": msg_id, "from": sender, "text": "STOP"}).status_code == 200
+
+    def listed(api: httpx.Client) -> list[str]:
+        return sorted(m["from"] for m in api.get("/api/inbound", params={"limit": 1000}).json()[
+            "inbound"] if m["from"] in (mine, theirs, nobodys))
+
+    def stopped(api: httpx.Client) -> list[str]:
+        return sorted(n for n in (mine, theirs, nobodys) if api.get(
+            "/api/suppressions", params={"msisdn": n}).json()["total"])
+
+    assert listed(rig.alpha) == [mine] and listed(rig.beta) == [theirs]
+    assert stopped(rig.alpha) == [mine, nobodys] and stopped(rig.beta) == [theirs, nobodys]
+    assert rig.alpha.get("/api/inbound", params={"msisdn": theirs}).json()["total"] == 0
+    assert rows(rig, "SELECT count(*) FROM inbound_accounts a JOIN inbound_messages m"
+                     " ON m.id = a.inbound_id WHERE m.msisdn = ?", nobodys) == [(0,)]

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from appliance.simulator.netgsm_fake import NetgsmFake, RunningFake
@@ -99,3 +100,40 @@ def test_an_answer_that_cannot_be_read_is_kept_raw_and_the_polls_go_on(
     rows = wait_for(two, 30, interval=0.2, message="the next message fetched")
     assert rows[1][:3] == ("+905321234568", "Merhaba, RET değil", None)
     assert polled.server.proc is not None and polled.server.proc.poll() is None
+
+
+def test_a_fetched_message_is_listed_and_stops_only_in_the_accounts_that_sent_to_it(
+        tmp_path: Path) -> None:
+    """The poll path files as a push does: two accounts, each has messaged its own number;
+    a number nobody messaged is listed to nobody, and its STOP binds both."""
+    data = tmp_path / "data"
+    data.mkdir()
+    fake = NetgsmFake()
+    mine, theirs, nobodys = "905321230001", "905321230002", "905321230003"
+    with RunningFake(fake) as running:
+        a, b = create_account(data, "alpha"), create_account(data, "beta")
+        server = Server(data, config=config(tmp_path / "ng.toml", running.base_url,
+                                            extra="inbound_poll_s = 1\n")).start()
+        try:
+            with server.client(a) as alpha, server.client(b) as beta:
+                for api, number in ((alpha, mine), (beta, theirs)):
+                    assert api.post("/api/messages", json={"to": "+" + number, "body": "hi"}
+                                    ).status_code == 202
+                fake.receive(mine, "STOP")
+                fake.receive(theirs, "Merhaba")
+                fake.receive(nobodys, "DUR")
+                wait_for(lambda: len(inbound_rows(data)) == 3, 30, interval=0.2,
+                         message="the three messages fetched")
+
+                def listed(api: httpx.Client) -> list[str]:
+                    return [m["from"] for m in api.get("/api/inbound").json()["inbound"]]
+
+                def stopped(api: httpx.Client) -> list[str]:
+                    return sorted(e["msisdn"] for e in api.get(
+                        "/api/suppressions").json()["suppressions"])
+
+                assert listed(alpha) == ["+" + mine] and listed(beta) == ["+" + theirs]
+                assert stopped(alpha) == ["+" + mine, "+" + nobodys]
+                assert stopped(beta) == ["+" + nobodys]
+        finally:
+            server.stop()

@@ -144,9 +144,20 @@ def fake_pushing_to(url: str) -> VerimorFake:
 
 
 def inbound_of(rig: Rig, msisdn: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = rig.alpha.get(
-        "/api/inbound", params={"msisdn": msisdn}).json()["inbound"]
-    return found
+    """The inbound messages stored from ``msisdn``: no account sent to these numbers, so
+    none lists them (the store is read instead)."""
+    for api in (rig.alpha, rig.beta):
+        assert api.get("/api/inbound", params={"msisdn": msisdn}).json()["inbound"] == []
+    conn = apsw.Connection(str(rig.server.data_dir / "appliance.db"),
+                           flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(5000)
+    try:
+        found = list(conn.execute("SELECT text, keyword, provider FROM inbound_messages"
+                                  " WHERE msisdn = ? ORDER BY id", (msisdn,)))
+    finally:
+        conn.close()
+    return [{"text": text, "stop": keyword is not None, "provider": provider}
+            for text, keyword, provider in found]
 
 
 @pytest.mark.parametrize(("where", "text"), [("server", "RET"), ("intake", "Ret ACME"),

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from appliance.providers.http_json import body_signature
-from tests.harness import ROOT, Server
+from tests.harness import ROOT, Server, create_account
 from tests.web.console_support import create_user
 from tests.web.test_console_browser import (
     CHROMIUM,
@@ -25,6 +25,7 @@ from tests.web.test_console_browser import (
 )
 
 SECRET = "gw-browser-secret"
+KEYS: dict[str, str] = {}  # account name -> API key
 
 pytestmark = [
     pytest.mark.browser,
@@ -37,6 +38,7 @@ pytestmark = [
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data_dir = tmp_path_factory.mktemp("optout-browser") / "data"
     data_dir.mkdir()
+    KEYS["default"] = create_account(data_dir, "default")
     create_user(data_dir, "alice")
     config = data_dir.parent / "appliance.toml"
     config.write_text(f'[providers.gw]\nkind = "http"\nbase_url = "http://127.0.0.1:9"\n'
@@ -77,6 +79,10 @@ def receive(server: Server, msg_id: str, sender: str, text: str) -> None:
 
 def test_a_stop_shows_and_the_operator_manages_the_list(page: Any, console: Server,
                                                         shots: Path) -> None:
+    with console.client(KEYS["default"]) as api:  # alice's account messaged both numbers
+        for number in ("+905329500001", "+905329500002"):
+            assert api.post("/api/messages", json={"to": number, "body": "hi"}
+                            ).status_code == 202
     receive(console, "b-1", "+905329500001", "İptal")
     receive(console, "b-2", "+905329500002", "Yarın arar mısınız?")
     sign_in(page, console, "/inbound")

@@ -18,13 +18,14 @@ from tests.harness import Server, create_account, wait_for
 from tests.web.console_support import create_user, csrf_of, page_token, sign_in
 
 SECRET = "gw-console-secret"
+KEYS: dict[str, str] = {}  # account name -> API key
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data_dir = tmp_path_factory.mktemp("optout-console") / "data"
     data_dir.mkdir()
-    create_account(data_dir, "default")
+    KEYS["default"] = create_account(data_dir, "default")
     create_user(data_dir, "alice", "default")
     create_user(data_dir, "bob", "other")
     config = data_dir.parent / "appliance.toml"
@@ -119,7 +120,12 @@ def test_add_upload_and_remove_only_after_confirming(server: Server) -> None:
 
 
 def test_the_inbound_page_marks_stops_and_each_account_sees_its_own(server: Server) -> None:
+    with server.client(KEYS["default"]) as api:  # alice's account messaged both numbers
+        for number in ("+905329200001", "+905329200002"):
+            queued = api.post("/api/messages", json={"to": number, "body": "hi"})
+            assert queued.status_code == 202, queued.text
     inbound(server, "c-1", "+905329200001", "STOP")
+    inbound(server, "c-3", "+905329200003", "STOP")  # a number nobody messaged
     inbound(server, "c-2", "+905329200002", "<script>alert(1)</script>")
     with sign_in(server) as client:
         page = client.get("/inbound")
@@ -134,9 +140,14 @@ def test_the_inbound_page_marks_stops_and_each_account_sees_its_own(server: Serv
         assert "inbound" in listed and "message #" in listed
         remove = client.get("/suppressions/remove", params={"msisdn": "+905329200001"}).text
         assert "asked to stop" in remove
-    # Both accounts got the STOP (nobody had sent to the number); bob's own list is his.
+        assert "+905329200003" not in page.text  # nobody's: listed to no account
+    # Bob's account never messaged them: neither listed to it nor stopped in it, but the
+    # STOP nobody can place stops every account; bob's own list is his.
     with sign_in(server, "bob") as bob:
-        assert "+905329200001" in bob.get("/inbound").text
+        shown = bob.get("/inbound").text
+        assert "+905329200001" not in shown and "+905329200003" not in shown
+        assert "+905329200001" not in bob.get("/suppressions").text
+        assert "+905329200003" in bob.get("/suppressions").text
         assert "+905329100003" not in bob.get("/suppressions").text
 
 
