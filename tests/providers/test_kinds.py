@@ -65,7 +65,7 @@ def test_every_kind_is_declared_once_with_its_shape() -> None:
                                          or kind.name == "simulator"), kind.name
         # A kind says it can be asked exactly when its adapter has the status query, or
         # (a session kind) its session asks: SMPP's query_sm.
-        asks = (kind.adapter is not None and issubclass(kind.adapter, StatusQuery)
+        asks = ((kind.adapter is not None and issubclass(kind.adapter, StatusQuery))
                 or kind.name == "smpp")
         assert kind.status_query == asks, kind.name
     assert [k for k, d in KINDS.items() if d.national_language] == [
