@@ -17,6 +17,7 @@ import apsw
 
 from appliance.store import dialect
 from appliance.store.migration_counts import add_rollups
+from appliance.store.migration_inbound import list_inbound_by_number
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -425,4 +426,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     16: add_consents,
     17: add_key_quotas,
     18: add_error_kind,
+    20: list_inbound_by_number,
 }

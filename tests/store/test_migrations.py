@@ -185,3 +185,41 @@ def test_version_18_gives_every_existing_message_no_error_kind(tmp_path: Path) -
             ("refused", "REJECTED", None)]
     finally:
         check.close()
+
+
+OLD_INBOUND = (
+    "INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0), (2, 'b', 0), (3, 'c', 0);"
+    # a and b messaged +905321230001 (through p and q) before its reply came at 50; c after
+    " INSERT INTO messages (ref, account_id, provider, msisdn, body, state, state_at,"
+    " next_attempt_at, created_at, updated_at) VALUES"
+    " ('a1', 1, 'p', '+905321230001', 'x', 'QUEUED', 0, 0, 10, 10),"
+    " ('b1', 2, 'q', '+905321230001', 'x', 'QUEUED', 0, 0, 20, 20),"
+    " ('c1', 3, 'p', '+905321230001', 'x', 'QUEUED', 0, 0, 60, 60);"
+    # As filed before: through r nobody had sent to either number, so every account.
+    " INSERT INTO inbound_messages (id, provider, msisdn, to_number, text, received_at,"
+    " keyword) VALUES (1, 'r', '+905321230001', '', 'STOP', 50, 'STOP'),"
+    " (2, 'r', '+905321230002', '', 'hello', 50, NULL);"
+    " INSERT INTO inbound_accounts (account_id, inbound_id) VALUES"
+    " (1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2);"
+    " INSERT INTO suppressions (account_id, msisdn, reason, source, inbound_id, created_at)"
+    " VALUES (3, '+905321230001', 'STOP', 'inbound', 1, 50)")
+LISTED_BY_NUMBER = [(1, 1), (2, 1)]  # (account, inbound): only the number's senders before it
+
+
+def test_version_20_lists_old_inbound_only_to_the_accounts_that_had_sent_to_the_number(
+        tmp_path: Path) -> None:
+    old = tmp_path / "v5.db"
+    conn = apsw.Connection(str(old))
+    conn.execute((SCHEMAS / "v5.sql").read_text())
+    conn.execute("PRAGMA user_version=5")
+    conn.execute(OLD_INBOUND)
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    check = open_connection(str(old), readonly=True)
+    try:
+        assert check.execute("SELECT account_id, inbound_id FROM inbound_accounts"
+                             " ORDER BY inbound_id, account_id").fetchall() == LISTED_BY_NUMBER
+        # The suppression its STOP made in c stays: an upgrade undoes no opt-out.
+        assert check.execute("SELECT account_id FROM suppressions").fetchall() == [(3,)]
+    finally:
+        check.close()
