@@ -171,6 +171,7 @@ CREATE TABLE campaigns (
     personalised     INTEGER NOT NULL DEFAULT 0,
     planned_parts    INTEGER NOT NULL DEFAULT 0,  -- the dry run's parts at acceptance
     message_type     TEXT,  -- IYS-1: commercial or transactional; NULL: not stated
+    validity_s       INTEGER,  -- ROUTE-4: its messages' validity; NULL or 0: the provider's own
     UNIQUE (account_id, idempotency_key)
 );
 
@@ -209,6 +210,9 @@ CREATE TABLE messages (
     dup_key           TEXT,
     -- IYS-2: what kind of refusal ended it: 'iys' (a provider refused it for İYS); NULL otherwise.
     error_kind        TEXT,
+    -- ROUTE-4: past this (our clock, epoch ms) it is never submitted: CANCELLED
+    -- (expired before sending). NULL: no validity of its own (the provider's default).
+    expires_at        INTEGER,
     UNIQUE (account_id, idempotency_key),
     UNIQUE (campaign_id, msisdn)
 );

@@ -54,6 +54,12 @@ ADAPTERS: Mapping[str, type[ProviderAdapter]] = registry.adapters(KINDS)
 """The wire format and report reader of each request (HTTP) kind."""
 
 
+def validity_range_s(settings: Settings, provider: str) -> tuple[int, int] | None:
+    """The validity (seconds) the named provider's kind carries on the wire (ROUTE-4);
+    ``None``: its kind has no such field."""
+    return KINDS[settings.provider(provider).kind].validity_range_s
+
+
 def load_settings(
     config_file: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,

@@ -79,6 +79,8 @@ def test_secrets_are_masked(tmp_path: Path) -> None:
         ("[sending]\nsubmit_timeout_s = nan\n", "submit_timeout_s: must be a finite number"),
         ("[sending]\nsubmit_timeout_s = inf\n", "submit_timeout_s: must be a finite number"),
         ("[sending]\nsubmit_timeout_s = 0\n", "submit_timeout_s: must be more than 0"),
+        ("[sending]\nvalidity_s = -1\n", "[sending] validity_s: must not be negative"),
+        ("[sending]\nvalidity_s = 1.5\n", "[sending] validity_s: expected int"),
         ("[alerts]\ncoverage_min_pct = 250\n",
          "[alerts] coverage_min_pct: must be between 0 and 100, got 250"),
         ("[providers.x]\nkind = 'http'\nrate_per_s = nan\n", "rate_per_s: must be a finite"),

@@ -35,6 +35,9 @@ class SendingSettings:
     blocked_retry_s: float = 60.0
     # How often the providers whose API tells it are asked for their credit.
     credit_interval_s: float = 300.0
+    # ROUTE-4: how long a message stays worth sending when the request names no
+    # validity_s; 0: none of our own (the provider's default, never cancelled for age).
+    validity_s: int = 0
 
 
 @dataclass(frozen=True)

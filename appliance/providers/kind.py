@@ -58,6 +58,8 @@ class ProviderKind:
     ``inbound_query``: its inbound messages are fetched by asking
     (:class:`~appliance.providers.inbound_query.InboundQuery`), not pushed.
     ``national_language``: it can send a text in a national language's shift tables.
+    ``validity_range_s``: the validity (ROUTE-4, seconds) its API's own field can carry,
+    least and most; ``None``: it has none, so a message's validity is kept here only.
     """
 
     name: str
@@ -75,6 +77,7 @@ class ProviderKind:
     inbound_query: bool = False
     # It can send national language shift tables (ENC-1: ``national_language``).
     national_language: bool = False
+    validity_range_s: tuple[int, int] | None = None
     # The provider's published limit of requests a second (sends and pulls together):
     # the default of a table's ``requests_per_s``; 0 when it publishes none.
     requests_per_s: float = 0.0

@@ -14,6 +14,7 @@ from appliance.optout.consents import refuse_without_consent
 from appliance.optout.suppressions import refuse_if_suppressed
 from appliance.sending.campaigns import PRIORITY_HIGH
 from appliance.sending.duplicates import DuplicateToday, live_keys
+from appliance.sending.validity import expires_at
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int
 from appliance.store.singleton import one_at_a_time
@@ -35,6 +36,7 @@ class NewMessage:
     message_type: str | None = None  # IYS-1: commercial or transactional
     consent_required: bool = False  # IYS-2: a commercial message in Turkey
     dup_key: str | None = None  # IYS-4: the same text to the number today (duplicates.py)
+    validity_s: int = 0  # ROUTE-4: from acceptance; 0: the provider's own (validity.py)
 
 
 @dataclass(frozen=True)
@@ -80,12 +82,12 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
     conn.execute(
         "INSERT INTO messages (ref, account_id, provider, msisdn, body, idempotency_key,"
         " state, attempts, next_attempt_at, created_at, updated_at, encoding, parts,"
-        " ucs2_because, priority, ucs2_parts, message_type, dup_key)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ucs2_because, priority, ucs2_parts, message_type, dup_key, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT DO NOTHING",
         (ref, new.account_id, new.provider, new.msisdn, new.body, new.idempotency_key,
          now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because, new.priority,
-         seg.ucs2_parts, new.message_type, new.dup_key),
+         seg.ucs2_parts, new.message_type, new.dup_key, expires_at(new.validity_s, now_ms)),
     )
     if not conn.changes():  # another writer's message took the key meanwhile
         raise DuplicateToday(new.msisdn)

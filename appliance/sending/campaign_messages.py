@@ -19,6 +19,7 @@ from appliance.optout.consents import NO_CONSENT, consented_numbers
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.sending.campaigns import COLUMNS, PRIORITY_NORMAL, Campaign, campaign_of_row
 from appliance.sending.duplicates import DUPLICATE_TODAY, DayKeys, live_keys
+from appliance.sending.validity import expires_at
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
 
@@ -75,6 +76,7 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
         return 0
     template = campaign.template
     due = max(now_ms, campaign.send_at or 0)
+    expiry = expires_at(campaign.validity_s or 0, due)  # ROUTE-4: from the due time
     segs: dict[tuple[str, bool], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
     day_keys = None if sender is None else DayKeys(campaign.account_id, sender, due)
@@ -98,16 +100,16 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
                      seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts, campaign.message_type,
                      # IYS-4 (sender given: country TR): keyed, a repeat today found below.
                      day_keys.of(str(msisdn), text)
-                     if day_keys is not None and state == "QUEUED" else None))
+                     if day_keys is not None and state == "QUEUED" else None, expiry))
     if day_keys is not None:
-        taken = live_keys(conn, (r[-1] for r in rows if r[-1] is not None))
+        taken = live_keys(conn, (r[-2] for r in rows if r[-2] is not None))
         for i, row in enumerate(rows if taken else ()):
-            if row[-1] in taken:  # created CANCELLED, counted: the campaign adds up
+            if row[-2] in taken:  # created CANCELLED, counted: the campaign adds up
                 rows[i] = (*row[:6], "CANCELLED", DUPLICATE_TODAY, *row[8:11], now_ms,
-                           *row[12:-1], None)
+                           *row[12:-2], None, row[-1])
     return executemany_changes(
         conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
         " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
-        " encoding, parts, ucs2_because, priority, ucs2_parts, message_type, dup_key)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " encoding, parts, ucs2_because, priority, ucs2_parts, message_type, dup_key,"
+        " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (campaign_id, msisdn) DO NOTHING", rows)

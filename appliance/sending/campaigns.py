@@ -28,6 +28,7 @@ from appliance.providers.iys import IYS_ERROR
 from appliance.reports.states import FINAL_STATES
 from appliance.sending.duplicates import DUPLICATE_TODAY
 from appliance.sending.personalise import Template, as_written, parse
+from appliance.sending.validity import EXPIRED_BEFORE_SENDING
 from appliance.sending.windows import SendWindow, window_of
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int
@@ -83,6 +84,7 @@ class NewCampaign:
     window: SendWindow | None = None
     planned_parts: int = 0
     message_type: str | None = None  # IYS-1
+    validity_s: int = 0  # ROUTE-4: each message's, from its due time; 0: the provider's
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class Campaign:
     personalised: int = 0
     planned_parts: int = 0
     message_type: str | None = None  # IYS-1: commercial or transactional
+    validity_s: int | None = None  # ROUTE-4: its messages'; None or 0: the provider's own
 
     @property
     def expanded(self) -> bool:
@@ -166,6 +169,7 @@ class Progress:
     no_consent: int = 0  # CANCELLED: a commercial message to a number without consent
     duplicate_today: int = 0  # CANCELLED: the same text went to the number today (IYS-4)
     iys_refused: int = 0  # REJECTED by a provider for İYS (error_kind "iys")
+    expired: int = 0  # CANCELLED: its validity ran out before it was sent (ROUTE-4)
 
     @property
     def encoding(self) -> str:
@@ -217,7 +221,7 @@ COLUMNS = (
     "c.id, c.account_id, c.list_id, l.name, c.provider, c.body, c.state, c.total,"
     " c.queued_through, c.last_contact_id, c.created_at, c.updated_at, c.send_at,"
     " c.window_from, c.window_to, c.window_tz, c.personalised, c.planned_parts,"
-    " c.message_type"
+    " c.message_type, c.validity_s"
 )
 
 
@@ -262,11 +266,11 @@ def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
     conn.execute(
         "INSERT INTO campaigns (account_id, list_id, provider, body, idempotency_key, state,"
         " total, queued_through, last_contact_id, created_at, updated_at, send_at,"
-        " window_from, window_to, window_tz, personalised, planned_parts, message_type)"
-        " VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, 0, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+        " window_from, window_to, window_tz, personalised, planned_parts, message_type,"
+        " validity_s) VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, 0, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
         (new.account_id, list_id, new.provider, new.body, new.idempotency_key, total, last_id,
          now_ms, now_ms, new.send_at, w.start if w else None, w.end if w else None,
-         w.tz if w else None, new.planned_parts, new.message_type),
+         w.tz if w else None, new.planned_parts, new.message_type, new.validity_s or None),
     )
     campaign_id = conn.last_insert_rowid()
     got = get_campaign(conn, campaign_id)
@@ -327,8 +331,9 @@ def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> 
     why: dict[str, int] = {str(r[0]): as_int(r[1]) for r in conn.execute(
         "SELECT CASE WHEN state = 'REJECTED' THEN error_kind ELSE error END, count(*)"
         " FROM messages WHERE campaign_id = ? AND ((state = 'CANCELLED' AND error IN"
-        " (?, ?, ?)) OR (state = 'REJECTED' AND error_kind = ?)) GROUP BY 1",
-        (campaign.id, SUPPRESSED, NO_CONSENT, DUPLICATE_TODAY, IYS_ERROR))}
+        " (?, ?, ?, ?)) OR (state = 'REJECTED' AND error_kind = ?)) GROUP BY 1",
+        (campaign.id, SUPPRESSED, NO_CONSENT, DUPLICATE_TODAY, EXPIRED_BEFORE_SENDING,
+         IYS_ERROR))}
     parts = sum(int(r[2] or 0) for r in rows if r[0] != "CANCELLED")
     if not campaign.expanded and campaign.state != CANCELLED:
         parts = max(parts, campaign.parts)  # not all created yet: the dry run's count
@@ -337,7 +342,8 @@ def campaign_progress(conn: Connection, campaign: Campaign, now_ms: int = 0) -> 
         ucs2_parts = max(ucs2_parts, campaign.total * campaign.segmentation.ucs2_parts)
     return Progress(campaign, {str(r[0]): int(r[1]) for r in rows}, why.get(SUPPRESSED, 0),
                     parts, most, now_ms, encodings, ucs2_parts if ucs2_known else None,
-                    why.get(NO_CONSENT, 0), why.get(DUPLICATE_TODAY, 0), why.get(IYS_ERROR, 0))
+                    why.get(NO_CONSENT, 0), why.get(DUPLICATE_TODAY, 0), why.get(IYS_ERROR, 0),
+                    why.get(EXPIRED_BEFORE_SENDING, 0))
 
 
 def list_campaigns(conn: Connection, account_id: int, limit: int = 100,

@@ -21,6 +21,7 @@ from appliance.sending.campaigns import PRIORITY_HIGH, PRIORITY_NORMAL, sendable
 from appliance.sending.commercial import COMMERCIAL
 from appliance.sending.consent_gate import note_sent, refused_now
 from appliance.sending.steering import release_claimed_sql
+from appliance.sending.validity import cancel_expired
 from appliance.sending.windows import SendWindow
 from appliance.store import dialect
 from appliance.store.connection import Connection
@@ -62,6 +63,7 @@ class Claimed:
     # recipient type of its number's consent record in force (None: no record).
     message_type: str | None = None
     recipient_type: str | None = None
+    expires_at: int | None = None  # ROUTE-4: past this it is never sent (validity.py)
 
     @property
     def skip_parts(self) -> frozenset[int]:
@@ -209,7 +211,8 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
 
     A due message whose number is on its account's suppression list (OPS-4: suppressed
     after it was queued) and of which no part has gone out becomes ``CANCELLED`` (error
-    ``suppressed``) in the same unit instead: never submitted. A batch that was all
+    ``suppressed``) in the same unit instead: never submitted; so does one whose validity
+    ran out (ROUTE-4, ``expired before sending``). A batch that was all
     suppressed is followed by the next due messages, a few batches at most per unit.
     """
     stamp = max(1, now_ms)
@@ -242,13 +245,13 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
                 f" WHERE p.message_id = messages.id AND p.state <> '{PART_TO_SEND}')",
                 (SUPPRESSED, now_ms, now_ms, *chunk),
             )
-            cancelled += conn.changes()
+            cancelled += conn.changes() + cancel_expired(conn, chunk, now_ms)
         rows: dict[int, Any] = {}
         for chunk in in_chunks(ids):
             marks = ",".join("?" * len(chunk))
             for r in conn.execute(
                     "SELECT id, ref, msisdn, body, attempts, parts, campaign_id, priority,"
-                    f" state, encoding, message_type, {RECIPIENT_TYPE_SQL}"
+                    f" state, encoding, message_type, {RECIPIENT_TYPE_SQL}, expires_at"
                     f" FROM messages{by_id} WHERE id IN ({marks})"
                     " AND claimed_at = ?",
                     (*chunk, stamp)):
@@ -273,7 +276,8 @@ def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
     return Claimed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]), int(r[5]),
                    tuple(earlier.get(int(r[0]), ())), cid, int(r[7]),
                    camp.window if camp is not None else None, str(r[9]),
-                   None if r[10] is None else str(r[10]), None if r[11] is None else str(r[11]))
+                   None if r[10] is None else str(r[10]), None if r[11] is None else str(r[11]),
+                   None if r[12] is None else int(r[12]))
 
 
 def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,
@@ -283,7 +287,8 @@ def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,
     Only messages still reserved and still ``QUEUED``/``RETRY`` are taken, and a campaign
     message only while its campaign is ``RUNNING``: a pause or a cancel committed before
     this unit keeps them from being sent. Returns those taken, ``attempts`` counting
-    this one (the money rule: each is durably ``SENDING`` before anything leaves).
+    this one (the money rule: each is durably ``SENDING`` before anything leaves). One
+    whose validity ran out while it waited (a held lane) becomes ``CANCELLED`` instead.
     """
     by_id = {m.id: m for m in claimed}
     out: list[Claimed] = []
@@ -293,6 +298,7 @@ def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,
             chunk = [i for i in chunk if i not in refused_now(conn, chunk, now_ms)]
             if not chunk:
                 continue
+        cancel_expired(conn, chunk, now_ms)  # ROUTE-4: held too long, never sent
         marks = ",".join("?" * len(chunk))
         rows: list[Any] = conn.execute(
             f"UPDATE messages{each} SET state = 'SENDING', attempts = attempts + 1,"

@@ -39,7 +39,8 @@ def message_actions(conn: Connection, message_id: int) -> list[Action]:
 MESSAGE_COLUMNS = (
     "id, ref, account_id, campaign_id, provider, msisdn, body, state, state_at, attempts,"
     " next_attempt_at, provider_msg_id, error, created_at, updated_at, submitted_at,"
-    " finalised_at, encoding, parts, ucs2_because, priority, ucs2_parts, error_kind"
+    " finalised_at, encoding, parts, ucs2_because, priority, ucs2_parts, error_kind,"
+    " expires_at"
 )
 
 
@@ -68,6 +69,7 @@ class Message:
     priority: int = PRIORITY_HIGH
     ucs2_parts: int | None = None  # what UCS-2 would have taken; None: made before ENC-1
     error_kind: str | None = None  # "iys": a provider refused it for İYS; else None
+    expires_at: int | None = None  # ROUTE-4: never sent after this; None: no validity
 
 
 @dataclass(frozen=True)

@@ -408,6 +408,14 @@ def add_error_kind(conn: apsw.Connection) -> None:
                  " WHERE error_kind IS NOT NULL")
 
 
+def add_validity(conn: apsw.Connection) -> None:
+    """Version 19 (ROUTE-4): when a message stops being worth sending (epoch ms; NULL:
+    never, as for every message before) and a campaign's validity for its messages."""
+    integer = "INTEGER" if isinstance(conn, apsw.Connection) else "BIGINT"
+    conn.execute(f"ALTER TABLE messages ADD COLUMN expires_at {integer}")
+    conn.execute(f"ALTER TABLE campaigns ADD COLUMN validity_s {integer}")
+
+
 # version -> step that takes a database from version-1 to version.
 MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     2: _message_parts,
@@ -426,5 +434,6 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     16: add_consents,
     17: add_key_quotas,
     18: add_error_kind,
+    19: add_validity,
     20: list_inbound_by_number,
 }

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.disk import below_reserve
+from appliance.provider_kinds import validity_range_s
 from appliance.sending import resolution
 from appliance.sending.campaign_requests import (
     CONTROLS,
@@ -39,6 +40,7 @@ from appliance.sending.checks import (
 )
 from appliance.sending.commercial import check_content, check_type, default_window
 from appliance.sending.refs import new_ref
+from appliance.sending.validity import check_validity
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, not_found, path_id, storage_full
 from appliance.web.parts import Parts, parts_of
@@ -67,6 +69,8 @@ async def create_campaign(request: Request) -> Response:
     now = appliance.now_ms()
     send_at = check_send_at(data.get("send_at"))
     message_type = check_type(settings, data.get("type"))
+    validity_s = check_validity(data.get("validity_s"), settings.sending.validity_s, provider,
+                                validity_range_s(settings, provider))
     check_content(settings, message_type, body)
     window = default_window(settings, message_type, check_window(data.get("window")))
     plan = await plan_campaign(appliance, account.id, list_name, provider, body,
@@ -84,6 +88,7 @@ async def create_campaign(request: Request) -> Response:
         window=window,
         planned_parts=plan.parts,
         message_type=message_type,
+        validity_s=validity_s,
     )
     reserve = below_reserve(settings)
     if reserve is not None:

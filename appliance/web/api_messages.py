@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from appliance.provider_kinds import validity_range_s
 from appliance.reports.pull_schedule import PULLABLE, pulls_of, queue_now
 from appliance.sending import resolution
 from appliance.sending.accept import NewMessage
@@ -31,6 +32,7 @@ from appliance.sending.duplicates import dup_key
 from appliance.sending.message_requests import queue_message, resolve_one
 from appliance.sending.messages import get_message, messages_for_msisdn, read_message
 from appliance.sending.refs import looks_like_ref
+from appliance.sending.validity import check_validity
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, not_found
 from appliance.web.parts import parts_of
@@ -58,6 +60,8 @@ async def send_message(request: Request) -> Response:
     msisdn = check_to(settings, data.get("to"))
     provider = check_provider(settings, data.get("provider"))
     message_type = check_type(settings, data.get("type"))
+    validity_s = check_validity(data.get("validity_s"), settings.sending.validity_s, provider,
+                                validity_range_s(settings, provider))
     new = NewMessage(
         account_id=account.id,
         msisdn=msisdn,
@@ -71,6 +75,7 @@ async def send_message(request: Request) -> Response:
         dup_key=dup_key(account.id, msisdn, settings.provider(provider).sender,
                         appliance.now_ms(), data["body"])
         if settings.compliance.turkey else None,
+        validity_s=validity_s,
     )
     check_content(settings, message_type, new.body)
     accepted = await queue_message(appliance, new, wake_sender=parts_of(request).sender.wake,

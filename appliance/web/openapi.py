@@ -78,7 +78,7 @@ MESSAGE = obj(("ref", "state"), ref=STR, state=STR, final=BOOL, to=STR, provider
               error_kind={"anyOf": [{"type": "string", "examples": ["iys"]},
                                     {"type": "null"}]},
               created_at=ANY, submitted_at=ANY, finalised_at=ANY, updated_at=ANY,
-              part_reports=arr(ANY), actions=arr(ANY), pulls=ANY,
+              expires_at=ANY, part_reports=arr(ANY), actions=arr(ANY), pulls=ANY,
               history=arr(obj(part=ANY, state=ANY, status=ANY, source={
                   "type": "string", "examples": ["callback", "session", "pull"]})))
 SENT = obj(("ref", "state"), ref=STR, state=STR, priority=STR, encoding=STR, parts=INT,
@@ -86,13 +86,15 @@ SENT = obj(("ref", "state"), ref=STR, state=STR, priority=STR, encoding=STR, par
 CAMPAIGN = obj(("id", "state"), id=INT, campaignId=INT, state=STR, list=STR, provider=STR,
                total=INT, parts=ANY, parts_per_message=ANY, encoding=ANY, ucs2_parts=ANY,
                ucs2_because=ANY, suppressed=ANY, cancelled=ANY, uncertain=ANY,
-               iys_refused=INT,
+               iys_refused=INT, expired=INT, validity_s=INT,
                coverage_pct=NUM, delivered_pct=NUM, messages_per_s=NUM, eta_s=ANY,
                eta_at=ANY, send_at=ANY, window=ANY, window_open=BOOL, finalised=ANY,
                counts=ANY, poll=STR)
 TYPE: Schema = {"type": "string", "examples": ["commercial", "transactional"]}
+# ROUTE-4: whole seconds; 0 the provider's own validity; absent, [sending] validity_s.
+VALIDITY: Schema = {"type": "integer", "minimum": 0}
 CAMPAIGN_NEW = obj(("list", "body"), list=STR, body=STR, provider=STR, send_at=ANY,
-                   window=ANY, dry_run=BOOL, type=TYPE)
+                   window=ANY, dry_run=BOOL, type=TYPE, validity_s=VALIDITY)
 CAMPAIGN_ANSWER = {"anyOf": [
     obj(("campaignId",), campaignId=INT, total=INT, parts=ANY, state=STR, poll=STR),
     obj(("dry_run",), dry_run=BOOL, list=STR, provider=STR, messages=INT, parts=INT,
@@ -129,11 +131,12 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: STATS}),
     Operation("POST", "/api/messages", "Send one message", {202: SENT},
               obj(("to", "body"), to=STR, body=STR, provider=STR,
-                  priority={"enum": ["high", "normal"]}, type=TYPE),
+                  priority={"enum": ["high", "normal"]}, type=TYPE, validity_s=VALIDITY),
               errors=(401, 409, 422, 429, 503),
               refusal=refused("suppressed", "unsendable_body", "invalid_unicode",
                               "rate_limited", "daily_limit", "no_consent", "duplicate_today",
-                              "type_required", "commercial_content", missing=ANY,
+                              "type_required", "commercial_content", "invalid_validity",
+                              missing=ANY, range_s=ANY,
                               msisdn=STR, reason=ANY, source=ANY, limit=ANY, parts=ANY,
                               used=ANY, requested=ANY, rate_per_s=ANY)),
     Operation("GET", "/api/messages", "The account's messages to a number",
@@ -148,8 +151,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("POST", "/api/campaigns", "Start a campaign, or dry-run it",
               {202: CAMPAIGN_ANSWER, 200: CAMPAIGN_ANSWER}, CAMPAIGN_NEW,
               errors=(401, 409, 422, 429, 503),
-              refusal=refused("rate_limited", "daily_limit", limit=ANY, used=ANY,
-                              requested=ANY, rate_per_s=ANY)),
+              refusal=refused("rate_limited", "daily_limit", "invalid_validity", limit=ANY,
+                              used=ANY, requested=ANY, rate_per_s=ANY, range_s=ANY)),
     Operation("GET", "/api/campaigns", "The account's campaigns",
               {200: obj(("campaigns",), campaigns=arr(CAMPAIGN))}),
     Operation("GET", "/api/campaigns/{campaign_id}", "One campaign", {200: CAMPAIGN}),

@@ -52,6 +52,7 @@ def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None
         "updated_at": iso(m.updated_at),
         "state_reported_at": iso(m.state_at) if m.state_at else None,
         "next_attempt_at": iso(m.next_attempt_at) if m.state in ("QUEUED", "RETRY") else None,
+        "expires_at": iso(m.expires_at),
     }
     if history is not None:
         out["history"] = [
@@ -117,6 +118,8 @@ def campaign_json(p: camp.Progress, per_s: float = 0.0) -> dict[str, Any]:
         "no_consent": p.no_consent,
         "duplicate_today": p.duplicate_today,
         "iys_refused": p.iys_refused,
+        "expired": p.expired,
+        "validity_s": c.validity_s or 0,
         "type": c.message_type,
         "finalised": p.finalised,
         "coverage_pct": _pct(p.finalised, c.total),

@@ -223,3 +223,25 @@ def test_version_20_lists_old_inbound_only_to_the_accounts_that_had_sent_to_the_
         assert check.execute("SELECT account_id FROM suppressions").fetchall() == [(3,)]
     finally:
         check.close()
+
+
+def test_version_19_gives_existing_messages_and_campaigns_no_validity(tmp_path: Path) -> None:
+    old = tmp_path / "v5.db"
+    conn = apsw.Connection(str(old))
+    conn.execute((SCHEMAS / "v5.sql").read_text())
+    conn.execute("PRAGMA user_version=5")
+    conn.execute("INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0)")
+    conn.execute(
+        "INSERT INTO messages (ref, account_id, provider, msisdn, body, state, state_at,"
+        " next_attempt_at, created_at, updated_at) VALUES ('queued', 1, 'p',"
+        " '+905321234567', 'x', 'QUEUED', 0, 0, 0, 0)")
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    check = open_connection(str(old), readonly=True)
+    try:
+        assert check.execute("SELECT ref, state, expires_at FROM messages").fetchall() == [
+            ("queued", "QUEUED", None)]
+        columns = [r[1] for r in check.execute("PRAGMA table_info(campaigns)")]
+        assert "validity_s" in columns
+    finally:
+        check.close()

@@ -21,9 +21,11 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from appliance.clock import iso
+from appliance.config import Settings
 from appliance.console_sessions import ConsoleSession
 from appliance.disk import below_reserve
 from appliance.imports.import_job import list_jobs, list_lists, list_summary
+from appliance.provider_kinds import validity_range_s
 from appliance.refusals import Malformed, Refused
 from appliance.reports.states import FINAL_STATES
 from appliance.sending import campaigns as camp
@@ -52,6 +54,7 @@ from appliance.sending.commercial import (
 from appliance.sending.dry_run import DryRun, dry_run
 from appliance.sending.duplicates import DayKeys, dup_key
 from appliance.sending.message_requests import queue_message
+from appliance.sending.validity import check_validity
 from appliance.store.connection import Connection
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, refusal_status
 from appliance.web.pages.chart import state_bar_svg, state_groups
@@ -141,6 +144,13 @@ def _values(form: FormData) -> dict[str, str]:
             for k in ("to", "body", "provider", "list", "type", *SCHEDULE_FIELDS)}
 
 
+def _default_validity(settings: Settings, provider: str) -> int:
+    """``[sending] validity_s`` for a console send (ROUTE-4), refused as the API refuses
+    it when the provider's kind cannot carry it."""
+    return check_validity(None, settings.sending.validity_s, provider,
+                          validity_range_s(settings, provider))
+
+
 async def send_message(request: Request, session: ConsoleSession, form: FormData) -> Response:
     appliance = parts_of(request).runtime
     try:
@@ -155,7 +165,8 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
                          consent_required=gated(settings, checked["type"]),
                          dup_key=dup_key(session.account_id, checked["to"], provider.sender,
                                          appliance.now_ms(), checked["body"])
-                         if settings.compliance.turkey else None)
+                         if settings.compliance.turkey else None,
+                         validity_s=_default_validity(settings, checked["provider"]))
         accepted = await queue_message(appliance, new,
                                        wake_sender=parts_of(request).sender.wake)
     except Refused as exc:
@@ -250,7 +261,9 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
                                provider=checked["provider"], body=checked["body"],
                                idempotency_key=key, send_at=checked["send_at"],
                                window=checked["window"], planned_parts=plan.parts,
-                               message_type=checked["type"])
+                               message_type=checked["type"],
+                               validity_s=_default_validity(appliance.settings,
+                                                            checked["provider"]))
         campaign, _ = await start_campaign(appliance, new, expected_contacts=expected,
                                            wake_expansion=parts_of(request).campaigns.wake)
     except Refused as exc:

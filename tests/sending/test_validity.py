@@ -1,0 +1,131 @@
+"""Validity (ROUTE-4) end to end: a real server, the provider simulator in its own
+process counting every submission.
+
+A message not sent within its validity ends ``CANCELLED`` (``expired before sending``)
+and never reaches the provider: one held in a lane whose provider has no credit, and a
+paused campaign's, resumed too late. The server's clock is a file
+(``APPLIANCE_CLOCK_FILE``), so a validity runs out without waiting for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from appliance.clock import iso
+from tests.harness import FileClock, Server, create_account, wait_for
+from tests.sending.support import SimulatorProcess, message, provider_config, wait_state
+from tests.sending.support_campaigns import campaign, import_list, show, submissions
+
+NOW = 1_800_041_400_000  # 2027-01-15T19:30:00Z
+EXPIRED = "expired before sending"
+
+
+@dataclass
+class Rig:
+    server: Server
+    sim: SimulatorProcess
+    api: httpx.Client
+    clock: FileClock
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    tmp = tmp_path_factory.mktemp("validity")
+    sim = SimulatorProcess(tmp).start()
+    data = tmp / "data"
+    data.mkdir()
+    clock = FileClock(tmp / "clock", NOW)
+    cfg = provider_config(tmp / "cfg.toml", sim.url, rate_per_s=200, concurrency=4,
+                          sending="blocked_retry_s = 0.3\ncredit_interval_s = 3600")
+    server = Server(data, config=cfg, env=clock.env).start()
+    key = create_account(data, "acme")
+    try:
+        with server.client(key) as api:
+            yield Rig(server, sim, api, clock)
+    finally:
+        server.stop()
+        sim.stop()
+
+
+def credit(rig: Rig, value: float) -> None:
+    httpx.post(rig.sim.url + "/_sim/account", json={"credit": value},
+               timeout=10).raise_for_status()
+
+
+def send(api: httpx.Client, to: str, **extra: Any) -> httpx.Response:
+    return api.post("/api/messages", json={"to": to, "body": "hello", **extra})
+
+
+def blocked(api: httpx.Client) -> bool:
+    alerts = api.get("/api/stats").json()["alerts"]
+    return any(a["name"] == "provider_blocked" and a["firing"] for a in alerts)
+
+
+def test_a_validity_that_is_not_whole_seconds_or_is_negative_is_refused(rig: Rig) -> None:
+    for bad in (-1, 1.5, "60", True):
+        r = send(rig.api, "+905320000001", validity_s=bad)
+        assert r.status_code == 422, r.text
+        assert r.json()["error"] == "invalid_validity"
+    r = rig.api.post("/api/campaigns", json={"list": "none", "body": "x", "validity_s": -5})
+    assert r.status_code == 422 and r.json()["error"] == "invalid_validity", r.text
+
+
+def test_a_message_held_past_its_validity_is_cancelled_and_never_submitted(
+        rig: Rig) -> None:
+    rig.clock.set(NOW)
+    credit(rig, 0)
+    try:
+        first = send(rig.api, "+905320000010").json()["ref"]  # no validity: waits
+        wait_for(lambda: blocked(rig.api), 30, interval=0.1, message="the lane held")
+        r = send(rig.api, "+905320000011", validity_s=30)
+        assert r.status_code == 202, r.text
+        short = r.json()["ref"]
+        shown = message(rig.api, short)
+        assert shown["state"] == "QUEUED" and shown["expires_at"] == iso(NOW + 30_000)
+        assert message(rig.api, first)["expires_at"] is None
+        rig.clock.set(NOW + 31_000)  # its validity ran out while the lane was held
+        credit(rig, 250)
+        done = wait_state(rig.api, short, "CANCELLED", "SUBMITTED", "DELIVERED")
+        assert done["state"] == "CANCELLED" and done["error"] == EXPIRED, done
+        assert done["attempts"] == 0
+        assert wait_state(rig.api, first, "SUBMITTED", "DELIVERED")["attempts"] == 1
+        assert rig.sim.ref(short)["received"] == 0
+        assert rig.sim.ref(first)["accepted"] == 1
+    finally:
+        credit(rig, 250)
+
+
+def test_a_paused_campaign_resumed_too_late_cancels_its_messages_and_counts_them(
+        rig: Rig) -> None:
+    rig.clock.set(NOW)
+    import_list(rig.api, "late", 40, "+90533")
+    c = campaign(rig.api, "late", send_at=iso(NOW + 600_000), validity_s=60)
+    cid = c["campaignId"]
+    assert rig.api.post(f"/api/campaigns/{cid}/pause").status_code == 200
+    wait_for(lambda: show(rig.api, cid)["created"] == 40, 30, message="messages created")
+    before = submissions(rig.sim)
+    shown = show(rig.api, cid)
+    assert shown["validity_s"] == 60 and shown["expired"] == 0
+    one = rig.api.get("/api/messages", params={"msisdn": "+905330000000"}).json()
+    # Counted from its due time (send_at), not from its creation.
+    assert one["messages"][0]["expires_at"] == iso(NOW + 660_000)
+    rig.clock.set(NOW + 661_000)
+    assert rig.api.post(f"/api/campaigns/{cid}/resume").status_code == 200
+    done = wait_for(lambda: (d := show(rig.api, cid))["state"] == "DONE" and d, 30,
+                    message="the campaign's messages cancelled")
+    assert done["counts"] == {"CANCELLED": 40}, done
+    assert done["expired"] == 40 and done["cancelled"] == 40 and done["unsent"] == 0
+    assert submissions(rig.sim) == before
+
+
+def test_within_its_validity_a_message_is_sent(rig: Rig) -> None:
+    rig.clock.set(NOW)
+    r = send(rig.api, "+905320000020", validity_s=600)
+    assert r.status_code == 202, r.text
+    done = wait_state(rig.api, r.json()["ref"], "SUBMITTED", "DELIVERED", "CANCELLED")
+    assert done["state"] != "CANCELLED" and done["expires_at"] == iso(NOW + 600_000)
