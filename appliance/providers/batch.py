@@ -50,6 +50,14 @@ class BatchWireFormat(ProviderPart, ABC):
         return out
 
 
+def batch_validity_s(msgs: Sequence[OutgoingMessage]) -> int | None:
+    """The validity (ROUTE-4) of a request whose kind takes one for all its messages: the
+    shortest of theirs (the sender batches messages with a validity apart from those
+    without), so none is sent later than its own allows."""
+    found = [m.validity_s for m in msgs if m.validity_s is not None]
+    return min(found) if found else None
+
+
 def _all(msgs: Sequence[OutgoingMessage], error: str) -> list[Outcome]:
     return [Outcome(SubmitResult.UNCERTAIN, error=short(error)) for _ in msgs]
 

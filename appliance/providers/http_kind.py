@@ -25,7 +25,8 @@ def http_kind(adapter: type[ProviderAdapter],
               many_per_request: bool = False, status_query: bool = False,
               inbound_query: bool = False,
               national_language: bool = False,
-              requests_per_s: float = 0.0) -> ProviderKind:
+              requests_per_s: float = 0.0,
+              validity_range_s: tuple[int, int] | None = None) -> ProviderKind:
     """The declaration of the HTTP kind ``adapter.kind``."""
 
     def make(settings: ProviderSettings, ctx: BuildContext) -> ProviderAdapter:
@@ -60,4 +61,5 @@ def http_kind(adapter: type[ProviderAdapter],
                         inbound_query=inbound_query,
                         national_language=national_language,
                         requests_per_s=requests_per_s,
+                        validity_range_s=validity_range_s,
                         adapter=adapter)

@@ -65,6 +65,7 @@ from .http_kind import http_kind
 from .inbound import text_field
 from .iys import Iys
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
+from .validity_fields import MINUTES_48H_S, minutes
 
 # Submit answer status groups that mean "taken".
 ACCEPTED_GROUPS = frozenset({"PENDING", "ACCEPTED", "DELIVERED"})
@@ -137,6 +138,8 @@ class InfobipAdapter(ProviderAdapter, StatusQuery):
             message["intermediateReport"] = True
         if msg.iys is not None and msg.iys.commercial:
             message["regional"] = {"turkeyIys": turkey_iys(msg.iys)}
+        if msg.validity_s is not None:  # ROUTE-4: in minutes (validity_fields)
+            message["validityPeriod"] = minutes(msg.validity_s)
         return {"messages": [message]}
 
     def build_request(self, msg: OutgoingMessage) -> httpx.Request:
@@ -360,4 +363,5 @@ class InfobipInbound(InboundReader):
                               text=text or "", provider_msg_id=msg_id, sent_at_ms=sent_at)
 
 
-KIND = http_kind(InfobipAdapter, InfobipInbound, status_query=True)
+KIND = http_kind(InfobipAdapter, InfobipInbound, status_query=True,
+                 validity_range_s=MINUTES_48H_S)

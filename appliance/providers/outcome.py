@@ -129,6 +129,8 @@ class OutgoingMessage:
     sends the parts the user was shown
     (:func:`appliance.message_text.segments.segment_as`). ``iys``: what the request says
     about İYS for it (:mod:`.iys`), ``None`` without compliance (the table's options).
+    ``validity_s``: whole seconds of its validity left as it goes (ROUTE-4), within the
+    kind's ``validity_range_s``; ``None``: the provider's own validity (no field sent).
     """
 
     ref: str
@@ -138,6 +140,7 @@ class OutgoingMessage:
     skip_parts: frozenset[int] = frozenset()
     encoding: str = "GSM-7"
     iys: Iys | None = None
+    validity_s: int | None = None
 
 
 def short(text: str, limit: int = _ERROR_MAX) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from appliance.config import ConfigError, ProviderSettings, Settings
 
@@ -70,7 +71,8 @@ def build_provider(settings: ProviderSettings, kinds: Kinds, *, submit_timeout_s
                    now_ms: Callable[[], int] | None = None) -> Provider:
     """A configured provider: its transport, its report reader and its inbound reader."""
     ctx = context(settings, kinds, submit_timeout_s=submit_timeout_s, now_ms=now_ms)
-    return kind_of(settings, kinds).build(settings, ctx)
+    kind = kind_of(settings, kinds)
+    return replace(kind.build(settings, ctx), validity_range_s=kind.validity_range_s)
 
 
 class Providers:

@@ -33,7 +33,7 @@ from appliance.config import OptionValue, ProviderSettings
 from appliance.states import REPORTED_FINAL_STATES
 
 from .base import OutgoingMessage
-from .batch import BatchWireFormat
+from .batch import BatchWireFormat, batch_validity_s
 from .callbacks import CallbackRequest, ParsedReport, report
 from .credit import CreditQuery
 from .http_kind import http_kind
@@ -41,6 +41,7 @@ from .kind import BuildContext
 from .outcome import Outcome, blocked
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 from .transport import Provider
+from .validity_fields import TTL_RANGE_S
 from .vonage import DLR_STATES, VonageAdapter, VonageInbound, dlr_error_code, dlr_time_ms
 from .wire_text import load_json
 
@@ -185,7 +186,8 @@ class SimulatorBatchAdapter(SimulatorAdapter, BatchWireFormat):
     submission's answer per number, in order, each read as that one would be."""
 
     def build_batch_request(self, msgs: Sequence[OutgoingMessage]) -> httpx.Request:
-        common = {k: v for k, v in self.submit_params(msgs[0]).items()
+        first = replace(msgs[0], validity_s=batch_validity_s(msgs))
+        common = {k: v for k, v in self.submit_params(first).items()
                   if k not in ("to", "client-ref")}
         numbers = [{"to": m.msisdn.removeprefix("+"), "client-ref": m.ref} for m in msgs]
         return httpx.Request("POST", self.endpoint(BATCH_PATH),
@@ -207,9 +209,10 @@ class SimulatorBatchAdapter(SimulatorAdapter, BatchWireFormat):
 BATCH_PATH = "/sms/batch"
 # It splits a text in the Turkish tables as an SMSC does (encoding_params).
 # It can be asked about a message (status_query: GET /sms/status).
-_ONE = http_kind(SimulatorAdapter, VonageInbound, national_language=True, status_query=True)
+_ONE = http_kind(SimulatorAdapter, VonageInbound, national_language=True, status_query=True,
+                 validity_range_s=TTL_RANGE_S)  # Vonage's wire: its ttl
 _MANY = http_kind(SimulatorBatchAdapter, VonageInbound, national_language=True,
-                  status_query=True, many_per_request=True)
+                  status_query=True, many_per_request=True, validity_range_s=TTL_RANGE_S)
 
 
 def _build(settings: ProviderSettings, ctx: BuildContext) -> Provider:

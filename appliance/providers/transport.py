@@ -107,6 +107,9 @@ class Provider:
     # How its inbound messages are fetched, for a provider that keeps them until asked;
     # None for one that pushes them (or has none).
     inbound_query: InboundQuery | None = None
+    # The validity (ROUTE-4, seconds, least and most) its kind's field carries; None for
+    # a kind without one (a message's validity is then kept by the sender only).
+    validity_range_s: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,11 @@ Twilio's callbacks carry no report time we can order by (``RawDlrDoneDate`` is t
 carrier's minute-resolution time with no time zone, which Twilio documents as varying
 between carriers), so ``reported_at_ms`` is always 0 and ordering falls back to
 "final beats intermediate".
+
+Validity (ROUTE-4): ``ValidityPeriod``, the seconds a message may wait in Twilio's queue
+before it is not sent (error 30036, "Validity Period Expired"); whole seconds from 1 to
+36,000 (Twilio error 21624, "Invalid validity period value"). Sent only when the
+message has a validity of its own.
 """
 
 from __future__ import annotations
@@ -79,10 +84,24 @@ STATUS_STATES = {
     "failed": "FAILED",
     "canceled": "FAILED",
 }
+# ROUTE-4: "Validity Period Expired": an undelivered or failed message with this code
+# waited in Twilio's queue past its ValidityPeriod and was never sent.
+VALIDITY_EXPIRED = "30036"
+
+
+def state_of(status: str, error_code: object) -> str | None:
+    """The state a Twilio status says (None: not in its list), ``EXPIRED`` for a message
+    whose validity ran out in Twilio's queue (error 30036)."""
+    state = STATUS_STATES.get(status.lower())
+    return "EXPIRED" if state == "FAILED" and str(error_code) == VALIDITY_EXPIRED else state
+
+
 # Statuses of inbound messages: not a report about anything we sent.
 INBOUND_STATUSES = frozenset({"receiving", "received"})
 # REST error codes that mean "too fast, try later" even when the HTTP status is 400.
 RATE_LIMIT_CODES = frozenset({20429, 14107})
+# ROUTE-4: ValidityPeriod, whole seconds (Twilio error 21624 names the range).
+VALIDITY_PERIOD_RANGE_S = (1, 36_000)
 
 
 def twilio_signature(url: str, params: list[tuple[str, str]], auth_token: str) -> str:
@@ -205,6 +224,8 @@ class TwilioAdapter(ProviderAdapter, StatusQuery):
             data["From"] = s.sender
         data["Body"] = msg.body
         data["StatusCallback"] = self.status_callback(msg)
+        if msg.validity_s is not None:  # ROUTE-4: seconds in Twilio's queue
+            data["ValidityPeriod"] = str(msg.validity_s)
         sid = self.option_str("account_sid")
         return httpx.Request(
             "POST",
@@ -281,7 +302,7 @@ class TwilioAdapter(ProviderAdapter, StatusQuery):
             return PullAnswer.failed("twilio status: no sid or status in the answer")
         if sid != target.provider_msg_id:
             return PullAnswer.failed("twilio status: the answer is about another message")
-        state = STATUS_STATES.get(status.lower())
+        state = state_of(status, body.get("error_code"))
         if state is None:  # not in Twilio's list: nothing is made of it
             return PullAnswer(verdicts={target.ref: PullVerdict.ERROR},
                               error=short(f"twilio status: unknown status {status!r}"))
@@ -345,7 +366,7 @@ class TwilioAdapter(ProviderAdapter, StatusQuery):
                 ref=ref,
                 provider_msg_id=sid,
                 status=status,
-                state=STATUS_STATES.get(status.lower(), UNKNOWN_WORD_STATE),
+                state=state_of(status, fields.get("ErrorCode")) or UNKNOWN_WORD_STATE,
                 reported_at_ms=0,
                 error_code=fields.get("ErrorCode"),
             )
@@ -394,4 +415,5 @@ class TwilioInbound(InboundReader):
         return (200, TWIML_EMPTY, "text/xml")
 
 
-KIND = http_kind(TwilioAdapter, TwilioInbound, status_query=True)
+KIND = http_kind(TwilioAdapter, TwilioInbound, status_query=True,
+                 validity_range_s=VALIDITY_PERIOD_RANGE_S)

@@ -37,6 +37,7 @@ from .credit import CreditQuery
 from .http_kind import http_kind
 from .inbound import text_field
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
+from .validity_fields import MINUTES_48H_S
 from .verimor_codes import PENDING_STATES, REPORT_STATES
 from .verimor_wire import (
     VerimorWire,
@@ -195,4 +196,5 @@ class VerimorInbound(InboundReader):
 
 
 KIND = http_kind(VerimorAdapter, VerimorInbound, many_per_request=True, status_query=True,
+                 validity_range_s=MINUTES_48H_S,
                  national_language=True, requests_per_s=2.5)

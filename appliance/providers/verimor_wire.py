@@ -54,11 +54,12 @@ from appliance.config import OptionValue
 from appliance.states import UNKNOWN_WORD_STATE
 
 from .adapter import ProviderAdapter
-from .batch import BatchWireFormat
+from .batch import BatchWireFormat, batch_validity_s
 from .callback_token import CALLBACK_TOKEN, check_callback_token
 from .callbacks import CallbackRequest, ParsedReport, ReportParseError, report
 from .iys import IYS_ERROR, iys_report_error, one_iys
 from .outcome import Outcome, OutgoingMessage, SubmitResult, blocked, short
+from .validity_fields import hours_minutes
 from .verimor_codes import (
     DATACODING,
     IP_NOT_ALLOWED_MARK,
@@ -161,6 +162,9 @@ class VerimorWire(ProviderAdapter, BatchWireFormat):
         }
         if len(msgs) == 1:
             body["custom_id"] = first.ref
+        validity = batch_validity_s(msgs)  # ROUTE-4: one for the request, the shortest
+        if validity is not None:
+            body["valid_for"] = hours_minutes(validity)
         iys = one_iys(m.iys for m in msgs)
         if iys is not None:
             body["is_commercial"] = iys.commercial

@@ -56,6 +56,7 @@ from .base import (
 )
 from .http_kind import http_kind
 from .inbound import MAX_PARTS
+from .validity_fields import TTL_RANGE_S, vonage_ttl
 
 SIGNATURE_METHODS = ("md5hash", "md5", "sha1", "sha256", "sha512")
 
@@ -211,6 +212,7 @@ class VonageAdapter(ProviderAdapter):
         if not is_gsm7(msg.body):
             params["type"] = "unicode"
         params.update(self.encoding_params(msg))
+        params.update(vonage_ttl(msg))  # ROUTE-4: the message's validity, if it has one
         if self.option_bool("sign_requests"):
             params["timestamp"] = str(self.now_ms() // 1000)
             params["sig"] = vonage_signature(params, self.option_str("signature_secret"),
@@ -224,12 +226,8 @@ class VonageAdapter(ProviderAdapter):
         return {}
 
     def build_request(self, msg: OutgoingMessage) -> httpx.Request:
-        return httpx.Request(
-            "POST",
-            self.endpoint("/sms/json"),
-            data=self.submit_params(msg),
-            headers={"Accept": "application/json"},
-        )
+        return httpx.Request("POST", self.endpoint("/sms/json"), data=self.submit_params(msg),
+                             headers={"Accept": "application/json"})
 
     # One messages[] entry per SMS part, each with its own message-id, and a receipt per
     # part under that id: the parts are recorded (and reported on) separately.
@@ -446,4 +444,4 @@ class VonageInbound(InboundReader):
         return (200, b"", "text/plain")
 
 
-KIND = http_kind(VonageAdapter, VonageInbound)
+KIND = http_kind(VonageAdapter, VonageInbound, validity_range_s=TTL_RANGE_S)

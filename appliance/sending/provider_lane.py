@@ -174,6 +174,7 @@ class ProviderLane:
         self.provider = provider
         self.name = provider.name
         self.transport = provider.transport
+        self.validity_range_s = provider.validity_range_s  # ROUTE-4: what the wire carries
         self.concurrency = max(1, self.transport.concurrency)
         rate_batch = math.ceil(s.rate_per_s) if s.rate_per_s > 0 else batch_size
         self.batch_size = max(1, min(batch_size, max(self.concurrency, rate_batch)))
@@ -275,8 +276,9 @@ class ProviderLane:
         ``first`` (just popped): from the same queue (its campaign's, the single
         messages', or the high-priority one), in their order, with the same text (after
         personalisation) and encoding, the same type and recipient type (one request
-        says one thing about İYS: :mod:`appliance.providers.iys`), and nothing of theirs
-        at the provider yet."""
+        says one thing about İYS: :mod:`appliance.providers.iys`), with a validity when
+        ``first`` has one (ROUTE-4; a request-wide field carries the shortest), and
+        nothing of theirs at the provider yet."""
         if most <= 0 or first.known_parts:
             return []
         high = first.priority == PRIORITY_HIGH
@@ -290,7 +292,8 @@ class ProviderLane:
             alike = (m.body == first.body and m.encoding == first.encoding
                      and not m.known_parts and m.window == first.window
                      and m.message_type == first.message_type
-                     and m.recipient_type == first.recipient_type)
+                     and m.recipient_type == first.recipient_type
+                     and (m.expires_at is None) == (first.expires_at is None))
             (taken if alike else kept).append(m)
         queue.extendleft(reversed(kept))
         if not high and not queue:

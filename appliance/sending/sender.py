@@ -52,6 +52,7 @@ from appliance.sending.held_lanes import HeldLanes
 from appliance.sending.provider_lane import ProviderLane
 from appliance.sending.recovery import recover_interrupted
 from appliance.sending.send_counters import SendCounters
+from appliance.sending.validity import remaining_s
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.sender")
@@ -234,12 +235,21 @@ class Sender:
         callback = self.appliance.settings.callback_url(lane.name)
         out = [OutgoingMessage(ref=m.ref, msisdn=m.msisdn, body=m.body, callback_url=callback,
                                skip_parts=m.skip_parts, encoding=m.encoding,
-                               iys=self._iys(m)) for m in msgs]
+                               iys=self._iys(m), validity_s=self._validity(lane, m))
+               for m in msgs]
         if len(out) == 1:
             return [await lane.transport.submit(out[0])]
         self.counters.batch_requests += 1
         return await lane.transport.submit_batch(out)
 
+
+    def _validity(self, lane: ProviderLane, msg: Claimed) -> int | None:
+        """What is left of ``msg``'s validity (ROUTE-4) as its provider's kind carries it:
+        whole seconds, within the kind's range; ``None`` without one (or a kind without
+        the field: the validity is then kept here only)."""
+        left = remaining_s(msg.expires_at, self.appliance.now_ms())
+        span = lane.validity_range_s
+        return None if left is None or span is None else min(max(left, span[0]), span[1])
 
     def _iys(self, msg: Claimed) -> Iys | None:
         """What ``msg`` says to its provider about İYS (IYS-2): with ``[compliance]

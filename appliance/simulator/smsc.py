@@ -274,6 +274,7 @@ class SmscSimulator:
             return
         key: SegmentKey = (sm.destination_addr, sm.short_message)
         stats.received[key] += 1
+        stats.validity[key] = sm.validity_period
         stats.arrivals.append(time.monotonic())
         esme.outstanding += 1
         stats.max_outstanding = max(stats.max_outstanding, esme.outstanding)

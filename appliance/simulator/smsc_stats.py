@@ -49,6 +49,8 @@ class SmscStats:
     arrivals: list[float] = field(default_factory=list)  # monotonic time of each submit_sm
     texts: list[tuple[str, str]] = field(default_factory=list)  # (destination, whole text)
     pending: dict[MessageKey, dict[int, str]] = field(default_factory=dict)  # parts so far
+    # ROUTE-4: the validity_period each segment came with ("": the SMSC's default).
+    validity: dict[SegmentKey, str] = field(default_factory=dict)
 
     # ``received`` is keyed by what was sent: two different messages with the same
     # text to the same number count as one segment sent twice, so tests vary the text.

@@ -32,6 +32,7 @@ from appliance.providers.kind import BuildContext, ProviderKind, Shape
 from appliance.providers.transport import Provider, SessionTransport
 from appliance.smpp.pull import SmppStatusQuery
 from appliance.smpp.settings import SmppSettings
+from appliance.smpp.submission import VALIDITY_RANGE_S
 from appliance.smpp.transport import SmppTransport
 
 NAME = "smpp"
@@ -114,4 +115,5 @@ def _check(settings: ProviderSettings, callback_url: str, ctx: BuildContext) -> 
 
 KIND = ProviderKind(name=NAME, shape=Shape.SESSION, build=smpp_provider, check=_check,
                     options=OPTIONS, settings=SETTINGS, metrics=_metrics,
-                    national_language=True, status_query=True, pull_by_default=False)
+                    national_language=True, status_query=True, pull_by_default=False,
+                    validity_range_s=VALIDITY_RANGE_S)

@@ -207,6 +207,7 @@ class ShortMessage:
     data_coding: int
     short_message: bytes
     tlvs: tuple[Tlv, ...]
+    validity_period: str = ""  # SMPP 3.4 §7.1.1 time format; "": the SMSC's default
 
     def tlv(self, tag: int) -> bytes | None:
         for item in self.tlvs:
@@ -218,10 +219,11 @@ class ShortMessage:
 def submit_sm(sequence: int, *, source_addr: str, source_ton: int, source_npi: int,
               destination_addr: str, dest_ton: int, dest_npi: int, esm_class: int,
               registered_delivery: int, data_coding: int, short_message: bytes,
-              service_type: str = "") -> bytes:
+              service_type: str = "", validity_period: str = "") -> bytes:
     pdu = smpp34.SubmitSm(
         source_addr, destination_addr, short_message,
-        service_type=service_type, source_addr_ton=source_ton, source_addr_npi=source_npi,
+        service_type=service_type, validity_period=validity_period,
+        source_addr_ton=source_ton, source_addr_npi=source_npi,
         dest_addr_ton=dest_ton, dest_addr_npi=dest_npi, esm_class=esm_class,
         registered_delivery=registered_delivery, data_coding=data_coding,
         sequence_number=sequence)
@@ -264,4 +266,5 @@ def read_short_message(frame_: bytes) -> ShortMessage:
         data_coding=pdu.data_coding,
         short_message=pdu.short_message,
         tlvs=tuple(Tlv(t.tag, t.value) for t in pdu.tlvs),
+        validity_period=pdu.validity_period if isinstance(pdu, smpp34.SubmitSm) else "",
     )

@@ -237,7 +237,8 @@ class SmppSession:
                 source_npi=seg.source.npi, destination_addr=seg.destination.addr,
                 dest_ton=seg.destination.ton, dest_npi=seg.destination.npi,
                 esm_class=seg.esm_class, registered_delivery=seg.registered_delivery,
-                data_coding=seg.data_coding, short_message=seg.short_message)
+                data_coding=seg.data_coding, short_message=seg.short_message,
+                validity_period=seg.validity_period)
 
         try:
             seq, fut = link.send_request(build)

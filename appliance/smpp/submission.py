@@ -37,6 +37,23 @@ class Segment:
     esm_class: int  # 0x40 (UDHI) when short_message starts with a UDH
     short_message: bytes
     registered_delivery: int = REGISTERED_DELIVERY_FINAL
+    validity_period: str = ""  # relative (ROUTE-4, :func:`relative_validity`); "": SMSC's
+
+
+# ROUTE-4: the validity a submit_sm carries, as a relative time (SMPP 3.4 §7.1.1.2,
+# "YYMMDDhhmmsstnnR": years, months, days, hours, minutes, seconds from the SMSC's
+# receipt; tenths and the quarter-hour field 0). Counted in days, at most 30 of them, so
+# no month of unknown length enters it.
+VALIDITY_RANGE_S = (1, 30 * 86_400)
+
+
+def relative_validity(seconds: int) -> str:
+    """``seconds`` as SMPP 3.4's relative time format: ``000001020304000R`` is 1 day, 2
+    hours, 3 minutes and 4 seconds."""
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    return f"0000{days:02d}{hours:02d}{minutes:02d}{secs:02d}000R"
 
 
 @dataclass(frozen=True, slots=True)

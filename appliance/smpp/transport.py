@@ -58,7 +58,13 @@ from appliance.smpp.ids import IdEvidence, IdShape
 from appliance.smpp.session import NOT_BOUND, SmppSession
 from appliance.smpp.settings import SmppSettings
 from appliance.smpp.state import IntakeCounts, SessionState, SessionTotals
-from appliance.smpp.submission import LateResponse, Segment, SegmentOutcome, concat_reference
+from appliance.smpp.submission import (
+    LateResponse,
+    Segment,
+    SegmentOutcome,
+    concat_reference,
+    relative_validity,
+)
 
 STOP_BUDGET_S = 5.0  # how long close() gives the answers still due before unbinding
 
@@ -171,6 +177,7 @@ class SmppTransport(SessionTransport):
         if not wanted:
             return Outcome(SubmitResult.UNCERTAIN, error="no part left to send")
         ref = concat_reference(msg.ref)
+        validity = "" if msg.validity_s is None else relative_validity(msg.validity_s)
         refused: list[PartOutcome] = []
         segments: list[Segment] = []
         for part in wanted:
@@ -183,7 +190,8 @@ class SmppTransport(SessionTransport):
                 continue
             segments.append(Segment(ref=msg.ref, part=part, total=total, destination=to,
                                     source=self._source, data_coding=enc.data_coding,
-                                    esm_class=enc.esm_class, short_message=enc.short_message))
+                                    esm_class=enc.esm_class, short_message=enc.short_message,
+                                    validity_period=validity))
         outcomes = await self.session.submit(segments) if segments else []
         parts = tuple(self._part(o) for o in outcomes) + tuple(refused)
         if self._sink is not None:

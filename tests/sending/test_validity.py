@@ -75,6 +75,18 @@ def test_a_validity_that_is_not_whole_seconds_or_is_negative_is_refused(rig: Rig
     assert r.status_code == 422 and r.json()["error"] == "invalid_validity", r.text
 
 
+def test_a_validity_outside_the_providers_range_is_refused_naming_the_range(rig: Rig) -> None:
+    # The simulator speaks Vonage's wire: ttl from 20 s to 7 days.
+    for to, value in (("+905320000002", 10), ("+905320000003", 604_801)):
+        r = send(rig.api, to, validity_s=value)
+        assert r.status_code == 422, r.text
+        body = r.json()
+        assert body["error"] == "invalid_validity" and body["range_s"] == [20, 604_800]
+        assert "20 to 604800 seconds" in body["message"]
+    r = rig.api.post("/api/campaigns", json={"list": "none", "body": "x", "validity_s": 5})
+    assert r.status_code == 422 and r.json()["range_s"] == [20, 604_800], r.text
+
+
 def test_a_message_held_past_its_validity_is_cancelled_and_never_submitted(
         rig: Rig) -> None:
     rig.clock.set(NOW)
