@@ -21,7 +21,7 @@ from appliance.sending.campaigns import PRIORITY_HIGH, PRIORITY_NORMAL, sendable
 from appliance.sending.commercial import COMMERCIAL
 from appliance.sending.consent_gate import note_sent, refused_now
 from appliance.sending.steering import release_claimed_sql
-from appliance.sending.validity import cancel_expired
+from appliance.sending.validity import EXPIRED_BEFORE_SENDING, EXPIRED_SQL, cancel_expired
 from appliance.sending.windows import SendWindow
 from appliance.store import dialect
 from appliance.store.connection import Connection
@@ -237,15 +237,19 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
         by_id = dialect.of(conn).by_rowid
         for chunk in in_chunks(ids):
             marks = ",".join("?" * len(chunk))
+            # One statement for both (ROUTE-4: a validity that ran out); a message
+            # without a validity reads as before.
             conn.execute(
-                f"UPDATE messages{by_id} SET state = 'CANCELLED', error = ?, updated_at = ?,"
+                f"UPDATE messages{by_id} SET state = 'CANCELLED', error = CASE WHEN"
+                f" {EXPIRED_SQL} THEN ? ELSE ? END, updated_at = ?,"
                 " claimed_at = NULL, finalised_at = COALESCE(finalised_at, ?)"
                 f" WHERE id IN ({marks}) AND state IN ('QUEUED', 'RETRY') AND"
-                f" {IS_SUPPRESSED_SQL} AND NOT EXISTS (SELECT 1 FROM message_parts p"
-                f" WHERE p.message_id = messages.id AND p.state <> '{PART_TO_SEND}')",
-                (SUPPRESSED, now_ms, now_ms, *chunk),
+                f" ({EXPIRED_SQL} OR {IS_SUPPRESSED_SQL}) AND NOT EXISTS (SELECT 1 FROM"
+                " message_parts p WHERE p.message_id = messages.id"
+                f" AND p.state <> '{PART_TO_SEND}')",
+                (now_ms, EXPIRED_BEFORE_SENDING, SUPPRESSED, now_ms, now_ms, *chunk, now_ms),
             )
-            cancelled += conn.changes() + cancel_expired(conn, chunk, now_ms)
+            cancelled += conn.changes()
         rows: dict[int, Any] = {}
         for chunk in in_chunks(ids):
             marks = ",".join("?" * len(chunk))

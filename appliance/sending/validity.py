@@ -21,10 +21,12 @@ from appliance.store.connection import Connection
 
 EXPIRED_BEFORE_SENDING: Final = "expired before sending"
 
-# The condition a message must meet to expire now: it has a validity that ran out
-# (parameter: now) and no part of it has gone out (a message part-way sent goes on).
+# A message's validity ran out (parameter: now).
+EXPIRED_SQL: Final = "(expires_at IS NOT NULL AND expires_at <= ?)"
+# The condition a message must meet to expire now: its validity ran out and no part of
+# it has gone out (a message part-way sent goes on).
 _EXPIRED_SQL: Final = (
-    "expires_at IS NOT NULL AND expires_at <= ? AND state IN ('QUEUED', 'RETRY')"
+    f"{EXPIRED_SQL} AND state IN ('QUEUED', 'RETRY')"
     " AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = messages.id"
     " AND p.state <> 'RETRY')")
 
