@@ -143,7 +143,7 @@ def check_providers(settings: Settings, kinds: Kinds) -> None:
 
     :class:`ConfigError` for a bad provider table, or naming every limit exceeded, so
     ``config check`` and ``serve`` refuse a config that the provider would refuse per
-    message.
+    message; so is a ``[sending] validity_s`` outside a kind's validity range (ROUTE-4).
     """
     problems: list[str] = []
     for name, provider in settings.providers.items():
@@ -155,5 +155,10 @@ def check_providers(settings: Settings, kinds: Kinds) -> None:
             if kind.shape is Shape.REQUEST:
                 raise
             problems.append(str(exc))
+        span, default = kind.validity_range_s, settings.sending.validity_s
+        if default and span is not None and not span[0] <= default <= span[1]:
+            problems.append(f"[sending] validity_s: {default} is outside provider {name}'s"
+                            f" range ({kind.name}: {span[0]} to {span[1]} seconds); every"
+                            " message to it without a validity_s of its own would be refused")
     if problems:
         raise ConfigError("; ".join(problems))

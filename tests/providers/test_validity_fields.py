@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from urllib.parse import parse_qs
 
-from appliance.config import ProviderSettings
-from appliance.provider_kinds import KINDS
+import pytest
+
+from appliance.config import ConfigError, ProviderSettings
+from appliance.provider_kinds import KINDS, check_providers, load_settings
 from appliance.providers.simulator_kind import SimulatorBatchAdapter
 from appliance.providers.twilio import state_of
 from appliance.simulator.smsc import SmscSimulator
@@ -121,3 +124,17 @@ def test_the_smsc_receives_each_segment_with_its_validity_period() -> None:
                                                        "000000000130000R"]
 
     run(body())
+
+
+def test_a_default_validity_a_provider_cannot_carry_is_refused_at_start(tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text('[sending]\nvalidity_s = 10\n\n[providers.v]\nkind = "vonage"\n'
+                   'base_url = "https://rest.nexmo.com"\napi_key = "k"\napi_secret = "s"\n'
+                   '\n[providers.h]\nkind = "http"\nbase_url = "https://gw.example"\n')
+    with pytest.raises(ConfigError) as info:
+        check_providers(load_settings(cfg, env={}))
+    assert "validity_s: 10 is outside provider v's range (vonage: 20 to 604800" in str(
+        info.value)
+    assert "provider h" not in str(info.value)  # no field: kept by the sender, any value
+    cfg.write_text(cfg.read_text().replace("validity_s = 10", "validity_s = 30"))
+    check_providers(load_settings(cfg, env={}))
