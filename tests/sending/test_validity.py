@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -141,3 +142,39 @@ def test_within_its_validity_a_message_is_sent(rig: Rig) -> None:
     assert r.status_code == 202, r.text
     done = wait_state(rig.api, r.json()["ref"], "SUBMITTED", "DELIVERED", "CANCELLED")
     assert done["state"] != "CANCELLED" and done["expires_at"] == iso(NOW + 600_000)
+
+
+@pytest.mark.usefixtures("backend")
+def test_on_either_store_a_message_past_its_validity_is_never_submitted(
+        tmp_path: Path) -> None:
+    """The claim's and the mark's statements, on SQLite and on PostgreSQL: a campaign
+    resumed after its messages' validity and a single message held past its own."""
+    sim = SimulatorProcess(tmp_path).start()
+    data = tmp_path / "data"
+    data.mkdir()
+    clock = FileClock(tmp_path / "clock", NOW)
+    cfg = provider_config(tmp_path / "cfg.toml", sim.url, concurrency=2,
+                          sending="blocked_retry_s = 0.3\ncredit_interval_s = 3600")
+    server = Server(data, config=cfg, env=clock.env).start()
+    try:
+        with server.client(create_account(data, "acme")) as api:
+            rig = Rig(server, sim, api, clock)
+            import_list(api, "pg", 10, "+90534")
+            cid = campaign(api, "pg", send_at=iso(NOW + 60_000), validity_s=60)["campaignId"]
+            assert api.post(f"/api/campaigns/{cid}/pause").status_code == 200
+            wait_for(lambda: show(api, cid)["created"] == 10, 30, message="messages created")
+            credit(rig, 0)
+            first = send(api, "+905340000100").json()["ref"]
+            wait_for(lambda: blocked(api), 30, interval=0.1, message="the lane held")
+            short = send(api, "+905340000101", validity_s=30).json()["ref"]
+            clock.set(NOW + 121_000)
+            credit(rig, 250)
+            assert api.post(f"/api/campaigns/{cid}/resume").status_code == 200
+            assert wait_state(api, short, "CANCELLED", "SUBMITTED")["error"] == EXPIRED
+            wait_state(api, first, "SUBMITTED", "DELIVERED")
+            done = wait_for(lambda: (d := show(api, cid))["state"] == "DONE" and d, 30)
+            assert done["expired"] == 10 and done["counts"] == {"CANCELLED": 10}
+            assert set(sim.stats()["refs"]) == {first}  # nothing else reached it
+    finally:
+        server.stop()
+        sim.stop()
