@@ -21,6 +21,7 @@ from appliance.clock import iso
 from tests.harness import FileClock, Server, create_account, wait_for
 from tests.sending.support import SimulatorProcess, message, provider_config, wait_state
 from tests.sending.support_campaigns import campaign, import_list, show, submissions
+from tests.web.console_support import create_user, sign_in
 
 NOW = 1_800_041_400_000  # 2027-01-15T19:30:00Z
 EXPIRED = "expired before sending"
@@ -175,6 +176,10 @@ def test_on_either_store_a_message_past_its_validity_is_never_submitted(
             done = wait_for(lambda: (d := show(api, cid))["state"] == "DONE" and d, 30)
             assert done["expired"] == 10 and done["counts"] == {"CANCELLED": 10}
             assert set(sim.stats()["refs"]) == {first}  # nothing else reached it
+            create_user(data, account="acme")
+            with sign_in(server) as console:
+                shown = console.get(f"/campaigns/{cid}").text
+                assert "<span data-campaign-expired>10</span> expired" in shown
     finally:
         server.stop()
         sim.stop()
