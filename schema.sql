@@ -440,6 +440,24 @@ CREATE TABLE inbound_accounts (
     PRIMARY KEY (account_id, inbound_id)
 );
 
+-- TEAM-2: an account's own webhook receiver: its events (its messages' status, the
+-- inbound messages listed to it) go only there, signed with its secret; with none, they
+-- go to the [webhooks] receiver. Its delivery health, as webhook_receiver's below.
+CREATE TABLE account_receivers (
+    account_id            INTEGER PRIMARY KEY REFERENCES accounts(id),
+    url                   TEXT    NOT NULL,
+    secret                TEXT    NOT NULL,
+    delivered             INTEGER NOT NULL DEFAULT 0,
+    failed_attempts       INTEGER NOT NULL DEFAULT 0,
+    consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+    paused_until          INTEGER NOT NULL DEFAULT 0,
+    last_success_at       INTEGER,
+    last_error            TEXT,
+    last_error_at         INTEGER,
+    created_at            INTEGER NOT NULL,
+    updated_at            INTEGER NOT NULL
+);
+
 -- OPS-5: status webhooks out. One row (id 1) once [webhooks] has been configured;
 -- `enabled` is 1 while it is (set at each start). While it is, the triggers on
 -- `messages` that write the events exist (appliance/webhooks/outbox.py creates them at
@@ -477,10 +495,14 @@ CREATE TABLE webhook_outbox (
     next_try_at   INTEGER,  -- NULL: behind an earlier event of its message, or delivered
     attempts      INTEGER NOT NULL DEFAULT 0,
     last_error    TEXT,
-    delivered_at  INTEGER  -- our clock, when the receiver answered 2xx; NULL: waiting
+    delivered_at  INTEGER,  -- our clock, when the receiver answered 2xx; NULL: waiting
+    receiver      INTEGER NOT NULL DEFAULT 0,  -- account_receivers.account_id; 0: [webhooks]
+    inbound_id    INTEGER  -- an inbound.received event: inbound_messages.id (message_id 0)
 );
 CREATE INDEX webhook_outbox_message ON webhook_outbox (message_id, id);
-CREATE INDEX webhook_outbox_due ON webhook_outbox (next_try_at) WHERE next_try_at IS NOT NULL;
+CREATE INDEX webhook_outbox_due ON webhook_outbox (receiver, next_try_at)
+    WHERE next_try_at IS NOT NULL;
+CREATE INDEX webhook_outbox_waiting ON webhook_outbox (receiver, id) WHERE delivered_at IS NULL;
 CREATE INDEX webhook_outbox_delivered ON webhook_outbox (delivered_at);
 
 -- OPS-6: what an operator decided about a message (resend or mark failed an UNCERTAIN

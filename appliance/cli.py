@@ -223,6 +223,29 @@ def account_create(data_dir: str | None, config_file: str | None, name: str) -> 
     click.echo(key)
 
 
+@account.command("webhook")
+@data_dir_option
+@click.argument("name")
+@click.option("--url", default=None, help="Where the account's events are POSTed (http/https).")
+@click.option("--secret", default=None, help="Signs them (asked for, hidden, when not given).")
+@click.option("--clear", is_flag=True, help="Remove it: events go to [webhooks] again.")
+def account_webhook(data_dir: str | None, config_file: str | None, name: str,
+                    url: str | None, secret: str | None, clear: bool) -> None:
+    """Give account NAME its own status webhook receiver: its events (message.status,
+    inbound.received) go only there, signed with its secret; without one, [webhooks]."""
+    from appliance.webhooks.command import ReceiverRefused, check_arguments, run_account_webhook
+
+    def ask() -> str:
+        return str(click.prompt("Secret", hide_input=True, confirmation_prompt=True))
+
+    try:
+        check_arguments(url, secret, clear)
+        with OfflineAppliance(settings_from(data_dir, config_file)) as appliance:
+            click.echo(run_account_webhook(appliance, name, url, secret, clear, ask))
+    except ReceiverRefused as exc:
+        fail(str(exc))
+
+
 @main.group()
 def user() -> None:
     """Console users (sign-ins for the web console)."""

@@ -117,11 +117,12 @@ class Runtime:
 
 def install_postgresql_triggers(store: Store[Connection], *, webhooks: bool) -> None:
     """On PostgreSQL, what SQLite's triggers do (the kept counts of
-    :mod:`appliance.store.rollups`, the status webhooks' events), made at each start."""
-    from appliance.store import pg_triggers
+    :mod:`appliance.store.rollups`, the status webhooks' events), made at each start:
+    the outbox's while ``[webhooks]`` is configured or an account has a receiver."""
+    from appliance.store import pg_triggers, webhook_triggers
 
     def unit(conn: Connection) -> None:
         one_at_a_time(conn, "pg_triggers")  # processes starting together: one at a time
-        pg_triggers.install(conn, webhooks=webhooks)
+        pg_triggers.install(conn, webhooks=webhook_triggers.wanted(conn, webhooks))
 
     store.writer.call(unit)

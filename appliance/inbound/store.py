@@ -19,7 +19,10 @@ Filing one message, all in the caller's write unit:
    message to that number, through any provider (failover changes the provider); when
    none has, no account (a reply nobody can place is shown to nobody: another account's
    customer's text is not the caller's to read);
-4. when the (whole) text is a STOP keyword (:mod:`appliance.optout.keywords`), the sender
+4. once whole, it is forwarded (TEAM-3): an ``inbound.received`` event in the outbox for
+   the receiver of each of those accounts (:func:`appliance.webhooks.outbox.forward_inbound`),
+   in the same transaction; a message no account lists goes to no receiver;
+5. when the (whole) text is a STOP keyword (:mod:`appliance.optout.keywords`), the sender
    is added to each of those accounts' suppression lists, source ``inbound``, with the
    inbound message as the reason, in the same transaction as the message itself; a STOP
    nobody can place binds every account (over-suppressing is the safe side of the law).
@@ -45,6 +48,7 @@ from appliance.store import dialect
 from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS
 from appliance.store.rows import as_int
+from appliance.webhooks.outbox import forward_inbound
 
 MISSING_PART: Final = "[…]"
 SMPP_CONTENT_TYPE: Final = "application/vnd.smpp.deliver-sm"
@@ -187,6 +191,7 @@ def _filed(conn: Connection, rules: InboundRules, raw_id: int, inbound_id: int,
            provider: str, msisdn: str, text: str, now_ms: int) -> InboundResult:
     """A whole message is here: its accounts, and a STOP honoured."""
     accounts = _record_accounts(conn, inbound_id, msisdn)
+    forward_inbound(conn, inbound_id, accounts, now_ms)
     keyword = rules.keywords.match(text)
     added: tuple[int, ...] = ()
     if keyword is not None:

@@ -18,6 +18,7 @@ import apsw
 from appliance.store import dialect
 from appliance.store.migration_counts import add_rollups
 from appliance.store.migration_inbound import list_inbound_by_number
+from appliance.store.migration_receivers import add_account_receivers
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -436,4 +437,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     18: add_error_kind,
     19: add_validity,
     20: list_inbound_by_number,
+    21: add_account_receivers,
 }

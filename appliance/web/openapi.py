@@ -104,9 +104,14 @@ ACTION = obj(("action",), action={"enum": ["resend", "mark_failed"]})
 SUPPRESSION = obj(("msisdn",), msisdn=STR, reason=ANY, source=ANY)
 LOADED = obj(("added", "rejected"), added=INT, already=INT, updated=INT, unchanged=INT,
              rejected=INT, rejects=arr(obj(line_number=ANY, line=ANY, reason=ANY)))
+# The caller's account's receiver: its own ("account") or the [webhooks] one (TEAM-2).
+WEBHOOKS = obj(("receiver", "enabled", "waiting"), receiver={"enum": ["account", "webhooks"]},
+               enabled=BOOL, waiting=INT, oldest_waiting_at=ANY, oldest_waiting_age_s=ANY,
+               written=INT, delivered=INT, failed_attempts=INT, consecutive_failures=INT,
+               paused_until=ANY, last_success_at=ANY, last_error=ANY, last_error_at=ANY)
 STATS = obj((), coverage_pct=ANY, delivered_pct=ANY, window=ANY, live=ANY, inbox=ANY,
             overdue=ANY, iys_refused=INT, open_by_hour=ANY, live_window=ANY, live_by_hour=ANY,
-            alerts=ANY, webhooks=ANY, at=ANY)
+            alerts=ANY, webhooks=WEBHOOKS, at=ANY)
 CONSENT = obj(("msisdn",), msisdn=STR, status={"enum": ["ONAY", "RET"]},
               recipient_type={"enum": ["BIREYSEL", "TACIR"]}, source=ANY, consented_at=ANY,
               received_at=ANY, last_commercial_at=ANY, commercial_allowed=BOOL,

@@ -11,7 +11,7 @@ import pytest
 
 from appliance.store.migrations import MIGRATIONS
 from appliance.store.schema import SCHEMA_VERSION, migrate, open_connection
-from appliance.webhooks.outbox import set_receiver
+from appliance.webhooks.outbox import Gate, due_events, outbox_health, set_receiver
 
 SCHEMAS = Path(__file__).parent / "schemas"
 RELEASED = sorted(int(p.stem.removeprefix("v")) for p in SCHEMAS.glob("v*.sql"))
@@ -111,7 +111,8 @@ def at_version(path: Path, version: int) -> None:
     conn.execute((SCHEMAS / "v1.sql").read_text())
     with conn:
         for step in range(2, version + 1):
-            MIGRATIONS[step](conn)
+            if step in MIGRATIONS:  # a version without a step changed nothing
+                MIGRATIONS[step](conn)
         conn.execute(f"PRAGMA user_version={version}")
     conn.close()
 
@@ -243,5 +244,40 @@ def test_version_19_gives_existing_messages_and_campaigns_no_validity(tmp_path: 
             ("queued", "QUEUED", None)]
         columns = [r[1] for r in check.execute("PRAGMA table_info(campaigns)")]
         assert "validity_s" in columns
+    finally:
+        check.close()
+
+
+def test_version_21_keeps_waiting_outbox_events_going_to_the_webhooks_receiver(
+        tmp_path: Path) -> None:
+    """Version 21 (TEAM-2) on a version-20 file: the events written before go to the
+    ``[webhooks]`` receiver (``receiver`` 0) and stay due; accounts have no receiver of
+    their own until given one."""
+    old = tmp_path / "v20.db"
+    at_version(old, 20)
+    conn = apsw.Connection(str(old))
+    conn.execute(
+        "INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0);"
+        " INSERT INTO webhook_receiver (id, url, enabled, consecutive_failures, paused_until,"
+        " updated_at) VALUES (1, 'http://127.0.0.1:9/', 1, 2, 5000, 0);"
+        " INSERT INTO webhook_outbox (event_id, message_id, ref, state, at, next_try_at,"
+        " delivered_at) VALUES ('evt_1', 7, 'r', 'QUEUED', 5, 5, NULL),"
+        " ('evt_2', 7, 'r', 'SUBMITTED', 6, NULL, NULL), ('evt_0', 6, 'q', 'QUEUED', 1, NULL, 2)")
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    fresh = tmp_path / "fresh.db"
+    migrate(str(fresh))
+    assert shape(old) == shape(fresh)
+    check = open_connection(str(old))
+    try:
+        assert check.execute("SELECT event_id, receiver, inbound_id FROM webhook_outbox"
+                             " ORDER BY id").fetchall() == [
+            ("evt_1", 0, None), ("evt_2", 0, None), ("evt_0", 0, None)]
+        assert check.execute("SELECT count(*) FROM account_receivers").fetchall() == [(0,)]
+        due, _ = due_events(check, 10, 10, 0)
+        assert [(e.event_id, e.receiver, e.type) for e in due] == [
+            ("evt_1", 0, "message.status")]
+        assert outbox_health(check, 10).waiting == 2
+        assert set_receiver(check, "http://127.0.0.1:9/", 10) == Gate(2, 5000)
     finally:
         check.close()

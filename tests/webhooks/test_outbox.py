@@ -235,6 +235,7 @@ def test_retention_prunes_delivered_events_only(conn: apsw.Connection) -> None:
 
 def test_the_body_is_the_designed_json() -> None:
     event = Event(1, "evt_" + "0" * 32, 7, "REF1", "DELIVERED", "SUBMITTED", None, NOW + 5)
-    assert event.body() == (b'{"event_id":"evt_00000000000000000000000000000000","ref":"REF1",'
+    assert event.body() == (b'{"event_id":"evt_00000000000000000000000000000000",'
+                            b'"type":"message.status","ref":"REF1",'
                             b'"state":"DELIVERED","previous":"SUBMITTED",'
                             b'"at":"2023-11-14T22:13:20.005Z","campaign_id":null}')

@@ -4,8 +4,9 @@
   good backup is older than 1.25 × the interval, or the last attempt failed.
 * ``import_stuck``: an import job is ``RUNNING`` but has made no progress for
   ``[import] stuck_after_s``.
-* ``outbox_stale``: status webhooks are on (OPS-5) and the oldest event the receiver has
-  not taken is older than ``[alerts] webhooks_oldest_max_s``.
+* ``outbox_stale``: status webhooks are on (OPS-5) and the oldest event some receiver
+  (``[webhooks]``'s, or an account's own: TEAM-2) has not taken is older than ``[alerts]
+  webhooks_oldest_max_s``; the message names each such receiver.
 * ``provider_blocked``: a provider refuses every message until its operator acts (no
   credit, a header not registered, an address not allowed) and its lane holds.
 
@@ -22,7 +23,8 @@ from appliance.reports.alerts import Alert
 from appliance.sending.provider_holds import held
 from appliance.store.connection import Connection
 from appliance.store.rows import as_int
-from appliance.webhooks.outbox import outbox_health
+from appliance.webhooks.events import DEFAULT_RECEIVER
+from appliance.webhooks.health import outbox_health
 
 BACKUP_GRACE = 1.25
 
@@ -69,19 +71,37 @@ def import_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
                  f" {shown}")
 
 
+def _receivers(conn: Connection, settings: Settings) -> list[tuple[int, str]]:
+    """Every receiver events are written for, with the name an alert gives it."""
+    out = [(DEFAULT_RECEIVER, "the [webhooks] receiver")] if settings.webhooks.configured \
+        else []
+    out += [(as_int(r[0]), "account " + str(r[1]) + "'s receiver") for r in conn.execute(
+        "SELECT r.account_id, a.name FROM account_receivers r"
+        " JOIN accounts a ON a.id = r.account_id ORDER BY a.name")]
+    return out
+
+
 def outbox_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
+    """``outbox_stale``, per receiver (TEAM-2): it holds while some receiver's oldest
+    waiting event is older than the limit, and names each such receiver; the value is
+    the oldest wait of any."""
     limit = settings.alerts.webhooks_oldest_max_s
-    if not settings.webhooks.configured:
+    receivers = _receivers(conn, settings)
+    if not receivers:
         return Alert("outbox_stale", False, None, limit, "status webhooks are off")
-    health = outbox_health(conn, now_ms)
-    age = health.oldest_waiting_age_s
-    if age is None:
+    waiting = [(name, h) for key, name in receivers
+               if (h := outbox_health(conn, now_ms, key)).oldest_waiting_age_s is not None]
+    if not waiting:
         return Alert("outbox_stale", False, 0.0, limit,
-                     "every status event was taken by the receiver")
-    why = f"; last error: {health.last_error}" if health.last_error else ""
-    return Alert("outbox_stale", age > limit, age, limit,
-                 f"{health.waiting} status events waiting, oldest {age:.0f} s"
-                 f" (maximum {limit:g} s){why}")
+                     "every status event was taken by its receiver")
+    oldest = max(h.oldest_waiting_age_s or 0.0 for _, h in waiting)
+    stale = [(n, h) for n, h in waiting if (h.oldest_waiting_age_s or 0.0) > limit]
+    shown = stale or [max(waiting, key=lambda w: w[1].oldest_waiting_age_s or 0.0)]
+    message = "; ".join(
+        f"{name}: {h.waiting} status events waiting, oldest {h.oldest_waiting_age_s:.0f} s"
+        f" (maximum {limit:g} s)" + (f"; last error: {h.last_error}" if h.last_error else "")
+        for name, h in shown)
+    return Alert("outbox_stale", bool(stale), oldest, limit, message)
 
 
 def blocked_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:

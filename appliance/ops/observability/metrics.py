@@ -58,7 +58,7 @@ from appliance.sending.provider_holds import Hold, held
 from appliance.store.connection import Connection
 from appliance.store.rollups import counts
 from appliance.store.rows import as_int
-from appliance.webhooks.outbox import OutboxHealth, outbox_health
+from appliance.webhooks.health import OutboxHealth, outbox_totals
 
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series
@@ -125,7 +125,7 @@ def read_snapshot(conn: Connection, settings: Settings, now_ms: int) -> DbSnapsh
     snap.inbound = {"messages": sum(inbound.values()), "stops": inbound.get("stop", 0),
                     "raw_parsed": raw_inbound.get("parsed", 0),
                     "raw_quarantined": raw_inbound.get("quarantined", 0)}
-    snap.webhooks = outbox_health(conn, now_ms)
+    snap.webhooks = outbox_totals(conn, now_ms)
     snap.holds = {k: v for k, v in held(conn).items() if k in settings.providers}
     snap.credits = {k: v for k, v in credits(conn).items() if k in settings.providers}
     return snap
@@ -318,8 +318,9 @@ def _sessions(providers: Providers) -> Iterator[Metric]:
 
 
 def _webhooks(health: OutboxHealth) -> Iterator[Metric]:
-    """The status webhook outbox (OPS-5): counters kept in the database, so they hold
-    across restarts (written = delivered + waiting)."""
+    """The status webhook outbox (OPS-5), every receiver's events together (TEAM-2):
+    counters kept in the database, so they hold across restarts (written = delivered +
+    waiting)."""
     for name, doc, value in (
         ("appliance_webhook_events_written", "Status events written to the outbox.",
          health.written),
@@ -336,10 +337,11 @@ def _webhooks(health: OutboxHealth) -> Iterator[Metric]:
     yield _gauge("appliance_webhook_oldest_waiting_age_seconds",
                  "Age of the oldest status event not taken yet (0 when none).",
                  health.oldest_waiting_age_s or 0.0)
-    yield _gauge("appliance_webhook_enabled", "1 while [webhooks] is configured.",
+    yield _gauge("appliance_webhook_enabled",
+                 "1 while events are written: [webhooks] configured or an account's receiver.",
                  1.0 if health.enabled else 0.0)
     yield _gauge("appliance_webhook_last_success_timestamp_seconds",
-                 "When the receiver last took an event (absent before the first).",
+                 "When a receiver last took an event (absent before the first).",
                  None if health.last_success_at is None else health.last_success_at / 1000)
 
 

@@ -1,16 +1,16 @@
-"""``/webhooks``: the status webhook outbox's health (OPS-5), for people.
+"""``/webhooks``: the health of the signed-in account's webhook receiver (OPS-5, TEAM-2).
 
-Whether events are written, where they go (the URL without its query or password),
-how many wait and since when, the last success and the last error, the backoff the
-receiver is under; then the oldest waiting events with their attempts and errors.
-*Try now* ends the backoff (after the receiver was fixed) instead of waiting for the
-ladder's next step. The outbox is the appliance's, not one account's.
+The receiver is the account's own when it has one (``appliance account webhook``), else
+the ``[webhooks]`` one that accounts without their own share. Whether events are
+written, where they go (the URL without its query or password), how many wait for it
+and since when, the last success and the last error, the backoff it is under; then its
+oldest waiting events with their attempts and errors. *Try now* ends that receiver's
+backoff (after it was fixed) instead of waiting for the ladder's next step.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -22,20 +22,12 @@ from appliance.store.connection import Connection
 from appliance.web.pages.guard import console_page
 from appliance.web.pages.render import page
 from appliance.web.parts import parts_of
-from appliance.webhooks.outbox import outbox_health, try_now, waiting_events
+from appliance.webhooks.events import DEFAULT_RECEIVER
+from appliance.webhooks.health import outbox_health, waiting_events
+from appliance.webhooks.outbox import try_now
+from appliance.webhooks.receivers import shown_receiver, shown_url
 
 SHOWN = 100
-
-
-def shown_url(url: str | None) -> str:
-    """The receiver's URL without what may be a credential (password, query)."""
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 async def webhooks_page(request: Request, session: ConsoleSession, form: FormData) -> Response:
@@ -43,12 +35,17 @@ async def webhooks_page(request: Request, session: ConsoleSession, form: FormDat
     now = appliance.now_ms()
 
     def read(c: Connection) -> dict[str, Any]:
-        return {"health": outbox_health(c, now), "events": waiting_events(c, SHOWN)}
+        receiver = shown_receiver(c, session.account_id)
+        return {"own": receiver != DEFAULT_RECEIVER,
+                "health": outbox_health(c, now, receiver),
+                "events": waiting_events(c, SHOWN, receiver)}
 
     context = await appliance.store.readers.run(read)
-    configured = appliance.settings.webhooks.configured
+    health = context["health"]
+    configured = context["own"] or appliance.settings.webhooks.configured
+    url = health.url if context["own"] else appliance.settings.webhooks.url
     return page(request, "webhooks.html", session, title="Status webhooks",
-                configured=configured, url=shown_url(appliance.settings.webhooks.url),
+                configured=configured, url=shown_url(url),
                 paused=context["health"].paused_until > now, now=now, shown=SHOWN,
                 retried=request.query_params.get("retried") is not None, **context)
 
@@ -56,9 +53,15 @@ async def webhooks_page(request: Request, session: ConsoleSession, form: FormDat
 async def retry(request: Request, session: ConsoleSession, form: FormData) -> Response:
     parts = parts_of(request)
     now = parts.runtime.now_ms()
-    await parts.runtime.store.writer.run(lambda c: try_now(c, now))
+
+    def unit(c: Connection) -> int:
+        receiver = shown_receiver(c, session.account_id)
+        try_now(c, now, receiver)
+        return receiver
+
+    receiver = await parts.runtime.store.writer.run(unit)
     if parts.webhooks is not None:
-        parts.webhooks.try_now()
+        parts.webhooks.try_now(receiver)
     return RedirectResponse("/webhooks?retried", status_code=303)
 
 

@@ -35,6 +35,10 @@ def populate(tmp: Path, data_dir: Path) -> str:
     try:
         key = create_account(data_dir, "acme")
         create_user(data_dir, "alice", "acme")
+        # An account with a receiver of its own (TEAM-2).
+        create_account(data_dir, "beta")
+        run_cli("account", "webhook", "beta", "--url", "http://127.0.0.1:9/beta",
+                "--secret", "beta-secret", "--data-dir", str(data_dir))
         # A key with a daily allowance: the campaign through it moves key_daily_counts.
         limited = run_cli("key", "create", "--account", "acme", "--daily-limit", "1000",
                           "--data-dir", str(data_dir)).stdout.strip().splitlines()[-1]
