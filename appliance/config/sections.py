@@ -64,12 +64,14 @@ class AlertSettings:
 
 @dataclass(frozen=True)
 class WebhookSettings:
-    """Status webhooks out (OPS-5): where every message state change is POSTed."""
+    """Status webhooks out (OPS-5): where every message state change is POSTed, for the
+    accounts without a receiver of their own (TEAM-2); timeout, concurrency and retention
+    are every receiver's."""
 
-    url: str = ""  # with secret; both empty: no events are written
+    url: str = ""  # with secret; both empty: none written but for accounts with their own
     secret: str = ""  # the HMAC-SHA256 key of X-Appliance-Signature
     timeout_s: float = 10.0  # one POST, connecting included
-    concurrency: int = 4  # POSTs in flight at once (different messages)
+    concurrency: int = 4  # POSTs in flight at once to each receiver (different messages)
     retention_days: float = 7.0  # delivered events are kept this long; undelivered ones always
 
     @property

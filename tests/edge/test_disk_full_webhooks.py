@@ -4,6 +4,7 @@ The receiver takes every event (``2xx``), but the appliance cannot write that it
 each event stays its message's head. It must not be POSTed again and again as fast as
 the receiver answers; it waits on the backoff ladder (at most 5 POSTs of one event a
 minute, the issue's bound), and once space is freed every event is recorded delivered.
+The same for an account's own receiver (TEAM-2): the hold is per event, whoever receives it.
 """
 
 from __future__ import annotations
@@ -12,26 +13,33 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.edge.support import edge_config
 from tests.edge.test_disk_full import fill, small_disk  # noqa: F401 - the fixture
-from tests.harness import Server, create_account, db_rows, wait_for
+from tests.harness import Server, create_account, db_rows, run_cli, wait_for
 from tests.webhooks.support import Receiver, webhook_config
 
 EVENTS = 4
 WATCH_S = 8.0
 
 
+@pytest.mark.parametrize("receiver_of", ["webhooks", "account"])
 def test_a_full_disk_does_not_turn_webhook_delivery_into_a_storm(
-        small_disk: Path, tmp_path: Path) -> None:  # noqa: F811 - the fixture
+        small_disk: Path, tmp_path: Path, receiver_of: str) -> None:  # noqa: F811 - the fixture
     # The first answers take a while: the disk is full before any outcome is written.
     receiver = Receiver(delay_s=2.0).start()
     cfg = edge_config(tmp_path / "edge.toml")
-    webhook_config(cfg, receiver)
+    if receiver_of == "webhooks":
+        webhook_config(cfg, receiver)
     srv = Server(small_disk, config=cfg)
     srv.start()
     ballast = small_disk / "ballast"
     try:
         key = create_account(small_disk)
+        if receiver_of == "account":
+            run_cli("account", "webhook", "acme", "--url", receiver.url, "--secret", "s",
+                    "--data-dir", str(small_disk))
         with srv.client(key) as api:
             refs = []
             for i in range(EVENTS):

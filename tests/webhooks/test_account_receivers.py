@@ -13,7 +13,6 @@ account without one has none written.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import httpx
 
 from tests.harness import FileClock, Server, create_account, db_rows, run_cli, wait_for
 from tests.sending.support import SimulatorProcess, provider_config, send, wait_state
+from tests.web.console_support import create_user, csrf_of, sign_in
 from tests.webhooks.support import SECRET, Received, Receiver, by_message, signed, webhook_config
 
 MINUTE = 60_000
@@ -55,17 +55,6 @@ def events_of(receiver: Receiver, refs: list[str]) -> bool:
     """Each of ``refs`` reached ``receiver`` as far as DELIVERED."""
     seen = by_message([r for r in receiver.taken() if r.event["type"] == "message.status"])
     return all([e["state"] for e in seen.get(ref, [])][-1:] == ["DELIVERED"] for ref in refs)
-
-
-def moving(clock: FileClock, done: Callable[[], bool], what: str) -> None:
-    """Move the server's clock on a minute at a time (through the backoff) until done."""
-    def step() -> bool:
-        if done():
-            return True
-        clock.advance(MINUTE)
-        return False
-
-    wait_for(step, 60, interval=0.2, message=what)
 
 
 def inbound(sim: SimulatorProcess, server: Server, sender: str, text: str, msg_id: str) -> None:
@@ -167,8 +156,22 @@ def test_each_account_its_own_receiver_signed_and_backing_off_alone(
             assert stale["firing"] is True
             assert "account alpha's receiver" in stale["message"]
             assert "beta" not in stale["message"] and "cannot connect" in stale["message"]
+            # The console shows each account its own receiver; alpha's Try now ends
+            # alpha's receiver's backoff (the clock stands still from here).
+            create_user(data, "alice", account="alpha")
+            create_user(data, "gus", account="gamma")
+            with sign_in(server, "gus") as console:
+                shown = console.get("/webhooks").text
+                assert "data-receiver-default" in shown and "cannot connect" not in shown
             ra.start()
-            moving(clock, partial(events_of, ra, down_a), "alpha's events once it is back")
+            with sign_in(server, "alice") as console:
+                shown = console.get("/webhooks")
+                assert "data-receiver-own" in shown.text and "cannot connect" in shown.text
+                assert f"127.0.0.1:{ra.port}/hooks" in shown.text
+                answer = console.post("/webhooks/retry",
+                                      data={"csrf_token": csrf_of(shown.text)})
+                assert answer.status_code == 303
+            wait_for(partial(events_of, ra, down_a), 30, message="alpha's events after Try now")
             assert status_refs(rb) & set(refs["alpha"] + down_a) == set()
     finally:
         server.stop()
