@@ -6,7 +6,8 @@
   ``[import] stuck_after_s``.
 * ``outbox_stale``: status webhooks are on (OPS-5) and the oldest event some receiver
   (``[webhooks]``'s, or an account's own: TEAM-2) has not taken is older than ``[alerts]
-  webhooks_oldest_max_s``; the message names each such receiver.
+  webhooks_oldest_max_s``; the message names each such receiver. An account's
+  ``/api/stats`` has it for the account's own receiver only.
 * ``provider_blocked``: a provider refuses every message until its operator acts (no
   credit, a header not registered, an address not allowed) and its lane holds.
 
@@ -25,6 +26,7 @@ from appliance.store.connection import Connection
 from appliance.store.rows import as_int
 from appliance.webhooks.events import DEFAULT_RECEIVER
 from appliance.webhooks.health import outbox_health
+from appliance.webhooks.receivers import shown_receiver
 
 BACKUP_GRACE = 1.25
 
@@ -71,22 +73,30 @@ def import_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
                  f" {shown}")
 
 
-def _receivers(conn: Connection, settings: Settings) -> list[tuple[int, str]]:
-    """Every receiver events are written for, with the name an alert gives it."""
-    out = [(DEFAULT_RECEIVER, "the [webhooks] receiver")] if settings.webhooks.configured \
-        else []
-    out += [(as_int(r[0]), "account " + str(r[1]) + "'s receiver") for r in conn.execute(
-        "SELECT r.account_id, a.name FROM account_receivers r"
-        " JOIN accounts a ON a.id = r.account_id ORDER BY a.name")]
-    return out
+def _receivers(conn: Connection, settings: Settings,
+               account_id: int | None) -> list[tuple[int, str]]:
+    """The receivers events are written for, with the name an alert gives each: every
+    one, or (``account_id``) only the one the account's events go to."""
+    default = [(DEFAULT_RECEIVER, "the [webhooks] receiver")] \
+        if settings.webhooks.configured else []
+    if account_id is not None:
+        shown = shown_receiver(conn, account_id)
+        return default if shown == DEFAULT_RECEIVER else [(shown, "this account's receiver")]
+    return default + [(as_int(r[0]), "account " + str(r[1]) + "'s receiver")
+                      for r in conn.execute(
+                          "SELECT r.account_id, a.name FROM account_receivers r"
+                          " JOIN accounts a ON a.id = r.account_id ORDER BY a.name")]
 
 
-def outbox_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
+def outbox_alert(conn: Connection, settings: Settings, now_ms: int,
+                 account_id: int | None = None) -> Alert:
     """``outbox_stale``, per receiver (TEAM-2): it holds while some receiver's oldest
     waiting event is older than the limit, and names each such receiver; the value is
-    the oldest wait of any."""
+    the oldest wait of any. For an account (its ``/api/stats``), only its own receiver
+    (or ``[webhooks]``, when it has none) is looked at: another account's receiver, and
+    its name, are not the caller's to see."""
     limit = settings.alerts.webhooks_oldest_max_s
-    receivers = _receivers(conn, settings)
+    receivers = _receivers(conn, settings, account_id)
     if not receivers:
         return Alert("outbox_stale", False, None, limit, "status webhooks are off")
     waiting = [(name, h) for key, name in receivers
@@ -118,8 +128,11 @@ def blocked_alert(conn: Connection, settings: Settings, now_ms: int) -> Alert:
     return Alert("provider_blocked", True, float(len(holds)), 0.0, shown)
 
 
-def ops_alerts(conn: Connection, settings: Settings, now_ms: int) -> list[Alert]:
+def ops_alerts(conn: Connection, settings: Settings, now_ms: int,
+               account_id: int | None = None) -> list[Alert]:
     """``backup_stale``, ``import_stuck``, ``outbox_stale`` and ``provider_blocked`` as
-    of ``now_ms`` (a read unit)."""
+    of ``now_ms`` (a read unit); ``outbox_stale`` of the account's receiver only when
+    ``account_id`` is given."""
     return [backup_alert(settings, now_ms), import_alert(conn, settings, now_ms),
-            outbox_alert(conn, settings, now_ms), blocked_alert(conn, settings, now_ms)]
+            outbox_alert(conn, settings, now_ms, account_id),
+            blocked_alert(conn, settings, now_ms)]

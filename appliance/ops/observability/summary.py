@@ -44,7 +44,7 @@ def summary(conn: Connection, settings: Settings, now_ms: int,
                    a.coverage_window_hours, account_id)
     alerts = (alerts_from(cov, health, late, settings) if account_id is None
               else evaluate(conn, settings, now_ms))
-    alerts += ops_alerts(conn, settings, now_ms)  # backup_stale, import_stuck
+    alerts += ops_alerts(conn, settings, now_ms, account_id)  # backup_stale, import_stuck
     return {
         "coverage_pct": cov.coverage_pct,
         "delivered_pct": cov.delivered_pct,
