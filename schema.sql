@@ -172,6 +172,7 @@ CREATE TABLE campaigns (
     planned_parts    INTEGER NOT NULL DEFAULT 0,  -- the dry run's parts at acceptance
     message_type     TEXT,  -- IYS-1: commercial or transactional; NULL: not stated
     validity_s       INTEGER,  -- ROUTE-4: its messages' validity; NULL or 0: the provider's own
+    routed           INTEGER NOT NULL DEFAULT 0,  -- ROUTE-3: 1: its messages follow [[routes]]
     UNIQUE (account_id, idempotency_key)
 );
 
@@ -213,6 +214,11 @@ CREATE TABLE messages (
     -- ROUTE-4: past this (our clock, epoch ms) it is never submitted: CANCELLED
     -- (expired before sending). NULL: no validity of its own (the provider's default).
     expires_at        INTEGER,
+    -- ROUTE-3: the [[routes]] prefix that chose its provider; NULL: none (the request
+    -- named it, no route matched, or made before routes): it never moves.
+    route             TEXT,
+    -- ROUTE-3: each attempt or move, one line "provider<TAB>outcome<TAB>epoch ms".
+    attempts_log      TEXT,
     UNIQUE (account_id, idempotency_key),
     UNIQUE (campaign_id, msisdn)
 );
@@ -244,6 +250,10 @@ CREATE UNIQUE INDEX messages_duplicate_today ON messages (dup_key)
 -- IYS-2: the messages a provider refused for İYS, by creation time (few: the dashboard
 -- counts them without reading the others).
 CREATE INDEX messages_refused_kind ON messages (created_at) WHERE error_kind IS NOT NULL;
+-- ROUTE-3: a provider's messages by submission time (its live delivery, judged by
+-- appliance/sending/provider_health.py); written once a message, when first taken.
+CREATE INDEX messages_submitted ON messages (provider, submitted_at)
+    WHERE submitted_at IS NOT NULL;
 
 -- MSG-3/4: one row per part the provider reports on separately (Vonage: one per SMS
 -- part, each with its own id; Twilio, Infobip: one, their id covers every part). Written

@@ -181,7 +181,8 @@ def config_group() -> None:
 @config_group.command("check")
 @data_dir_option
 def config_check(data_dir: str | None, config_file: str | None) -> None:
-    """Validate the config and the providers' limits; print the effective settings with
+    """Validate the config and the providers' limits (a [[routes]] provider that is not
+    configured is refused); print the effective settings, [[routes]] as "routes", with
     secrets masked. Warns on stderr when no provider is configured (nothing could be
     sent) or one that signs nothing has no callback_token; prints on stderr the URL to
     enter in such a provider's panel."""

@@ -142,8 +142,9 @@ def assemble(runtime: Runtime, intake: socket.socket | None = None,
     pulls = puller.install(runtime, providers)
     inbound_poll.install(runtime, providers)
     retention.install(runtime)
-    sending = sender.install(runtime, providers, credit.install(runtime, providers))
-    campaigns = expansion.install(runtime, sending.wake)
+    sending = sender.install(runtime, providers, credit.install(runtime, providers),
+                             pulled=pulls.lanes)
+    campaigns = expansion.install(runtime, sending.wake, lambda: sending.health.lowered)
     orphans.install(runtime, providers)
     sessions = smpp_sessions.install(runtime, providers)
     delivery = webhooks.install(runtime)

@@ -51,9 +51,13 @@ def validate(s: Settings) -> None:
         if p.requests_per_s < 0:
             raise ConfigError(f"[providers.{p.name}] requests_per_s: must be 0 (the kind's"
                               f" published limit) or more, got {p.requests_per_s:g}")
+        if p.failover_after < 1:
+            raise ConfigError(f"[providers.{p.name}] failover_after: must be at least 1,"
+                              f" got {p.failover_after}")
         if p.batch_max < 1:
             raise ConfigError(f"[providers.{p.name}] batch_max: must be at least 1,"
                               f" got {p.batch_max}")
+    _validate_health(s)
     if s.data_dir.exists() and not s.data_dir.is_dir():
         raise ConfigError(f"data_dir: {s.data_dir} exists and is not a directory")
     urls = (("public_url", s.public_url), ("[alerts] webhook_url", s.alerts.webhook_url),
@@ -94,6 +98,20 @@ def validate(s: Settings) -> None:
     if s.backup.dir and s.backup.interval_hours > 0 and Path(s.backup.dir).exists() \
             and not Path(s.backup.dir).is_dir():
         raise ConfigError(f"[backup] dir: {s.backup.dir} exists and is not a directory")
+
+
+def _validate_health(s: Settings) -> None:
+    """ROUTE-3's health settings: windows more than 0, a share from 0 to 1."""
+    h = s.sending
+    for name in ("health_window_s", "health_deliver_within_s"):
+        if getattr(h, name) <= 0:
+            raise ConfigError(f"[sending] {name}: must be more than 0")
+    if not 0 <= h.health_undelivered_above <= 1:
+        raise ConfigError("[sending] health_undelivered_above: a share from 0 to 1 (1: never"
+                          f" lowered), got {h.health_undelivered_above:g}")
+    for name in ("health_min_messages", "health_trickle"):
+        if getattr(h, name) < 1:
+            raise ConfigError(f"[sending] {name}: must be at least 1")
 
 
 MAX_WEBHOOK_CONCURRENCY = 64

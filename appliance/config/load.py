@@ -20,11 +20,12 @@ from appliance.message_text.language import problems as language_problems
 from .checks import validate
 from .errors import ConfigError, near
 from .options import DeclaresOptions
+from .routes import ROUTES, check_routes, read_routes
 from .settings import SECTIONS, SHARED_PROVIDER_SETTINGS, ProviderSettings, Settings, section_attr
 from .values import read_value
 
 PROVIDERS = "providers"
-_NOT_KEYS = frozenset({*(section_attr(s) for s in SECTIONS), PROVIDERS})
+_NOT_KEYS = frozenset({*(section_attr(s) for s in SECTIONS), PROVIDERS, ROUTES})
 TOP_KEYS = tuple(f.name for f in fields(Settings) if f.name not in _NOT_KEYS)
 """The top-level settings (not sections)."""
 _CONTROL_VARS = ("APPLIANCE_CONFIG", "APPLIANCE_CLOCK_FILE")
@@ -96,6 +97,8 @@ def _from_mapping(settings: Settings, data: Mapping[str, Any], where: str,
                 raise ConfigError(f"{where}[{PROVIDERS}]: must be a table of tables")
             out = replace(out, providers={n: _provider(n, t, declared)
                                              for n, t in value.items()})
+        elif key == ROUTES and not from_env:
+            out = replace(out, routes=read_routes(where, value))
         elif isinstance(value, dict):
             raise ConfigError(f"{where}[{key}]: unknown section"
                               + near(key, (*SECTIONS, PROVIDERS), "[{}]"))
@@ -158,4 +161,5 @@ def load_settings(
     flags = {k: v for k, v in (overrides or {}).items() if v is not None}
     settings = _from_mapping(settings, flags, "flag ", kinds)
     validate(settings)
+    check_routes(settings.routes, settings.providers)
     return settings

@@ -61,6 +61,8 @@ def masked(s: Settings, declared: Mapping[str, DeclaresOptions]) -> dict[str, An
         name = section_name(f.name)
         if f.name == "providers":
             out[name] = {n: _provider(p, secret, declared) for n, p in value.items()}
+        elif f.name == "routes":
+            out[name] = [route.as_table() for route in value]
         elif hasattr(value, "__dataclass_fields__"):
             out[name] = {k.name: _plain(getattr(value, k.name)) for k in fields(value)}
             for section, key in SECRET_SETTINGS:

@@ -38,6 +38,17 @@ class SendingSettings:
     # ROUTE-4: how long a message stays worth sending when the request names no
     # validity_s; 0: none of our own (the provider's default, never cancelled for age).
     validity_s: int = 0
+    # ROUTE-3: a provider of a route is lowered (tried after the others) when more than
+    # health_undelivered_above of its messages submitted over the last health_window_s
+    # were not delivered within health_deliver_within_s (GOV.UK Notify's rule: 15% of
+    # the last 15 minutes' messages not delivered within 5 minutes), judged once it has
+    # health_min_messages; a lowered provider keeps 1 in health_trickle of its routes'
+    # messages so that its recovery is seen. health_undelivered_above = 1: never lowered.
+    health_window_s: float = 900.0
+    health_deliver_within_s: float = 300.0
+    health_undelivered_above: float = 0.15
+    health_min_messages: int = 20
+    health_trickle: int = 100
 
 
 @dataclass(frozen=True)

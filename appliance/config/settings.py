@@ -14,6 +14,7 @@ from typing import Any
 from appliance.message_text.language import turkish_to
 
 from .errors import ConfigError
+from .routes import RouteSettings
 from .sections import (
     AlertSettings,
     BackupSettings,
@@ -59,6 +60,8 @@ class ProviderSettings:
     batch_max: int = 100  # messages in one request, for kinds that take many
     # How often a provider that keeps inbound messages until asked (Netgsm) is asked.
     inbound_poll_s: float = 60.0
+    # ROUTE-3: unreached tries in a row after which its routes' messages move on.
+    failover_after: int = 3
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __init__(self, name: str, kind: str, *, base_url: str = "",
@@ -69,6 +72,7 @@ class ProviderSettings:
                  pull: bool | None = None, pull_after_s: float = 900.0,
                  pull_rate_per_s: float = 1.0, requests_per_s: float = 0.0,
                  batch_max: int = 100, inbound_poll_s: float = 60.0,
+                 failover_after: int = 3,
                  options: Mapping[str, Any] | None = None, **kind_keys: Any) -> None:
         values = {"name": name, "kind": kind, "base_url": base_url, "sender": sender,
                   "rate_per_s": rate_per_s, "concurrency": concurrency,
@@ -78,6 +82,7 @@ class ProviderSettings:
                   "pull": pull, "pull_after_s": pull_after_s,
                   "pull_rate_per_s": pull_rate_per_s, "requests_per_s": requests_per_s,
                   "batch_max": batch_max, "inbound_poll_s": inbound_poll_s,
+                  "failover_after": failover_after,
                   "options": {**(options or {}), **kind_keys}}
         for key, value in values.items():
             object.__setattr__(self, key, value)
@@ -110,7 +115,7 @@ SHARED_PROVIDER_SETTINGS = ("base_url", "sender", "rate_per_s", "concurrency",
                             "dedupes_on_ref", "max_parts", "national_language",
                             "national_language_prefixes", "pull", "pull_after_s",
                             "pull_rate_per_s", "requests_per_s", "batch_max",
-                            "inbound_poll_s")
+                            "inbound_poll_s", "failover_after")
 """The keys of a provider table every kind may read (each kind says which it does)."""
 
 
@@ -141,6 +146,8 @@ class Settings:
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
     compliance: ComplianceSettings = field(default_factory=ComplianceSettings)
     providers: Mapping[str, ProviderSettings] = field(default_factory=dict)
+    # ROUTE-3: [[routes]], first match wins; none: the request's provider or the default.
+    routes: tuple[RouteSettings, ...] = ()
 
     @property
     def db_path(self) -> Path:

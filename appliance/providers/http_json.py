@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import httpx
@@ -119,7 +120,8 @@ class HttpJsonAdapter(ProviderAdapter):
     def interpret_response(self, response: httpx.Response) -> Outcome:
         failed = self.http_outcome(response, short(response.text, 120))
         if failed is not None:
-            return failed
+            return replace(failed, code=_error_code(response)) \
+                if failed.result is SubmitResult.REJECTED else failed
         try:
             data = load_json(response.content)
             msg_id = data["id"]
@@ -225,4 +227,17 @@ class HttpJsonInbound(InboundReader):
                               provider_msg_id=msg_id, sent_at_ms=sent_at)
 
 
-KIND = http_kind(HttpJsonAdapter, HttpJsonInbound)
+def _error_code(response: httpx.Response) -> str | None:
+    """The ``error`` of a refusal's JSON body (``{"error": "no_route"}``), if any."""
+    try:
+        data = load_json(response.content)
+    except ValueError:
+        return None
+    code = data.get("error") if isinstance(data, dict) else None
+    return code if isinstance(code, str) and code else None
+
+
+# A refusal that says "this route cannot" (ROUTE-3; docs/providers.md, "http"): the
+# gateway does not serve that destination, another provider may.
+ROUTE_REFUSALS = frozenset({"no_route", "destination_not_served"})
+KIND = http_kind(HttpJsonAdapter, HttpJsonInbound, route_refusals=ROUTE_REFUSALS)

@@ -26,7 +26,8 @@ def http_kind(adapter: type[ProviderAdapter],
               inbound_query: bool = False,
               national_language: bool = False,
               requests_per_s: float = 0.0,
-              validity_range_s: tuple[int, int] | None = None) -> ProviderKind:
+              validity_range_s: tuple[int, int] | None = None,
+              route_refusals: frozenset[str] = frozenset()) -> ProviderKind:
     """The declaration of the HTTP kind ``adapter.kind``."""
 
     def make(settings: ProviderSettings, ctx: BuildContext) -> ProviderAdapter:
@@ -62,4 +63,5 @@ def http_kind(adapter: type[ProviderAdapter],
                         national_language=national_language,
                         requests_per_s=requests_per_s,
                         validity_range_s=validity_range_s,
+                        route_refusals=route_refusals,
                         adapter=adapter)

@@ -60,6 +60,9 @@ class ProviderKind:
     ``national_language``: it can send a text in a national language's shift tables.
     ``validity_range_s``: the validity (ROUTE-4, seconds) its API's own field can carry,
     least and most; ``None``: it has none, so a message's validity is kept here only.
+    ``route_refusals``: the refusal codes (:attr:`~.outcome.Outcome.code`) that mean
+    "this route cannot" (ROUTE-3: the destination or its network is not served): a
+    message of a ``[[routes]]`` route refused so moves on to the route's next provider.
     """
 
     name: str
@@ -78,6 +81,7 @@ class ProviderKind:
     # It can send national language shift tables (ENC-1: ``national_language``).
     national_language: bool = False
     validity_range_s: tuple[int, int] | None = None
+    route_refusals: frozenset[str] = frozenset()
     # The provider's published limit of requests a second (sends and pulls together):
     # the default of a table's ``requests_per_s``; 0 when it publishes none.
     requests_per_s: float = 0.0

@@ -89,6 +89,11 @@ class Outcome:
     # What kind of refusal a ``REJECTED`` outcome is: ``"iys"`` when the provider refused
     # it for İYS (no consent, İYS-checked sending not open); ``None`` otherwise.
     error_kind: str | None = None
+    # The provider's own code for a refusal (Vonage's submit ``status``, the http kind's
+    # ``error``), where a kind reads one: its kind's ``route_refusals`` say which codes
+    # mean "this route cannot" (ROUTE-3), so a message of a route moves to the next
+    # provider instead of ending ``REJECTED``.
+    code: str | None = None
 
     @classmethod
     def of_parts(cls, parts: tuple[PartOutcome, ...], error: str | None = None) -> Outcome:

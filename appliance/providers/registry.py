@@ -72,7 +72,8 @@ def build_provider(settings: ProviderSettings, kinds: Kinds, *, submit_timeout_s
     """A configured provider: its transport, its report reader and its inbound reader."""
     ctx = context(settings, kinds, submit_timeout_s=submit_timeout_s, now_ms=now_ms)
     kind = kind_of(settings, kinds)
-    return replace(kind.build(settings, ctx), validity_range_s=kind.validity_range_s)
+    return replace(kind.build(settings, ctx), validity_range_s=kind.validity_range_s,
+                   route_refusals=kind.route_refusals)
 
 
 class Providers:

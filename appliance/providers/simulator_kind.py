@@ -42,7 +42,14 @@ from .outcome import Outcome, blocked
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 from .transport import Provider
 from .validity_fields import TTL_RANGE_S
-from .vonage import DLR_STATES, VonageAdapter, VonageInbound, dlr_error_code, dlr_time_ms
+from .vonage import (
+    DLR_STATES,
+    ROUTE_REFUSALS,
+    VonageAdapter,
+    VonageInbound,
+    dlr_error_code,
+    dlr_time_ms,
+)
 from .wire_text import load_json
 
 SIMULATOR_BASE_URL = "http://127.0.0.1:9090"
@@ -209,10 +216,12 @@ class SimulatorBatchAdapter(SimulatorAdapter, BatchWireFormat):
 BATCH_PATH = "/sms/batch"
 # It splits a text in the Turkish tables as an SMSC does (encoding_params).
 # It can be asked about a message (status_query: GET /sms/status).
+# Vonage's wire: its ttl, and its statuses that say "this route cannot" (ROUTE-3).
 _ONE = http_kind(SimulatorAdapter, VonageInbound, national_language=True, status_query=True,
-                 validity_range_s=TTL_RANGE_S)  # Vonage's wire: its ttl
+                 validity_range_s=TTL_RANGE_S, route_refusals=ROUTE_REFUSALS)
 _MANY = http_kind(SimulatorBatchAdapter, VonageInbound, national_language=True,
-                  status_query=True, many_per_request=True, validity_range_s=TTL_RANGE_S)
+                  status_query=True, many_per_request=True, validity_range_s=TTL_RANGE_S,
+                  route_refusals=ROUTE_REFUSALS)
 
 
 def _build(settings: ProviderSettings, ctx: BuildContext) -> Provider:

@@ -110,6 +110,8 @@ class Provider:
     # The validity (ROUTE-4, seconds, least and most) its kind's field carries; None for
     # a kind without one (a message's validity is then kept by the sender only).
     validity_range_s: tuple[int, int] | None = None
+    # The refusal codes its kind declares as "this route cannot" (ROUTE-3).
+    route_refusals: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,6 +101,12 @@ SUBMIT_STATUS_TEXT = {
 # 1 throttled (per-second account limit), 5 internal error, 10 too many binds ("back off
 # and retry"), 9 out of credit ("top up and retry": the operator's move, then it flows).
 TRANSIENT_SUBMIT_STATUS: dict[str, float | None] = {"1": 1.0, "5": None, "9": 60.0, "10": 5.0}
+# "This route cannot" (ROUTE-3), from the same table
+# (https://developer.vonage.com/api-errors/sms): 6 Invalid Message ("unable to process
+# this message, for example, an un-recognized number prefix") and 22 Invalid Network Code
+# (the network "not recognized, or does not match the country of the destination
+# address"): the destination is not served this way, another provider may serve it.
+ROUTE_REFUSALS = frozenset({"6", "22"})
 
 # Delivery receipt status words -> our state.
 DLR_STATES = {
@@ -292,7 +298,8 @@ class VonageAdapter(ProviderAdapter):
                 retry_after_s=max(known) if known else None,
                 error=short("; ".join(errors)),
             )
-        return Outcome(SubmitResult.REJECTED, error=short("; ".join(errors)))
+        return Outcome(SubmitResult.REJECTED, error=short("; ".join(errors)),
+                       code=statuses[0] if len(set(statuses)) == 1 else None)
 
     # -- callbacks ---------------------------------------------------------------------
 
@@ -444,4 +451,5 @@ class VonageInbound(InboundReader):
         return (200, b"", "text/plain")
 
 
-KIND = http_kind(VonageAdapter, VonageInbound, validity_range_s=TTL_RANGE_S)
+KIND = http_kind(VonageAdapter, VonageInbound, validity_range_s=TTL_RANGE_S,
+                 route_refusals=ROUTE_REFUSALS)

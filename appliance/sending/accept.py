@@ -37,6 +37,7 @@ class NewMessage:
     consent_required: bool = False  # IYS-2: a commercial message in Turkey
     dup_key: str | None = None  # IYS-4: the same text to the number today (duplicates.py)
     validity_s: int = 0  # ROUTE-4: from acceptance; 0: the provider's own (validity.py)
+    route: str | None = None  # ROUTE-3: the route's prefix that chose provider; None: pinned
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,10 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
             (new.account_id, new.idempotency_key),
         ).fetchone()
         if row is not None:
-            if (row[2], row[3], row[4]) != (new.msisdn, new.body, new.provider):
+            # A routed message's provider is the route's choice at the time (ROUTE-3):
+            # a repeat may find another provider lowered, and is still the same message.
+            if (row[2], row[3]) != (new.msisdn, new.body) or (
+                    new.route is None and row[4] != new.provider):
                 raise IdempotencyConflict(
                     "this Idempotency-Key was used for a different message; "
                     "use a new key for a new message"
@@ -82,12 +86,13 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
     conn.execute(
         "INSERT INTO messages (ref, account_id, provider, msisdn, body, idempotency_key,"
         " state, attempts, next_attempt_at, created_at, updated_at, encoding, parts,"
-        " ucs2_because, priority, ucs2_parts, message_type, dup_key, expires_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ucs2_because, priority, ucs2_parts, message_type, dup_key, expires_at, route)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'QUEUED', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT DO NOTHING",
         (ref, new.account_id, new.provider, new.msisdn, new.body, new.idempotency_key,
          now_ms, now_ms, now_ms, seg.encoding, seg.count, seg.ucs2_because, new.priority,
-         seg.ucs2_parts, new.message_type, new.dup_key, expires_at(new.validity_s, now_ms)),
+         seg.ucs2_parts, new.message_type, new.dup_key, expires_at(new.validity_s, now_ms),
+         new.route),
     )
     if not conn.changes():  # another writer's message took the key meanwhile
         raise DuplicateToday(new.msisdn)

@@ -12,6 +12,7 @@ contact, with its own encoding and parts (OPS-3).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from appliance.message_text.segments import Segmentation, segment
@@ -40,10 +41,23 @@ def next_to_expand(conn: Connection) -> Campaign | None:
     return None if row is None else campaign_of_row(row)
 
 
+@dataclass(frozen=True)
+class RoutedTo:
+    """Where one message of a routed campaign goes (ROUTE-3): its provider, the prefix of
+    the route that chose it, that provider's ``max_parts``, and whether it sends the
+    Turkish tables to the number."""
+
+    provider: str
+    route: str | None
+    max_parts: int
+    turkish: bool
+
+
 def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str],
                  now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0,
                  turkish_prefixes: Sequence[str] = (), consent_gate: bool = False,
-                 sender: str | None = None) -> int:
+                 sender: str | None = None,
+                 routing: Callable[[str, str], RoutedTo] | None = None) -> int:
     """Create the messages for the next ``chunk`` contacts (a write unit).
 
     Returns how many messages were created. The position moves only if it is still
@@ -51,6 +65,8 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     both advance it, and a cancel stops it). Each message carries the text rendered
     for its contact; one whose text needs more than ``max_parts`` parts (when given) is
     created ``REJECTED``, never sent. Messages are due at ``send_at`` at the earliest.
+    With ``routing`` (a routed campaign, ROUTE-3), each message goes where it says for
+    its number and ref, segmented for that provider.
     """
     contacts: list[Any] = conn.execute(
         "SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL FROM contacts c"
@@ -82,7 +98,11 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     day_keys = None if sender is None else DayKeys(campaign.account_id, sender, due)
     for _cid, msisdn, name, suppressed in contacts:
         text = template.render(None if name is None else str(name))
-        key = (text, any(str(msisdn).startswith(p) for p in turkish_prefixes))
+        ref = new_ref()
+        to = RoutedTo(campaign.provider, None, max_parts,
+                      any(str(msisdn).startswith(p) for p in turkish_prefixes)) \
+            if routing is None else routing(str(msisdn), ref)
+        key = (text, to.turkish)
         seg = segs.get(key)
         if seg is None:
             seg = segs[key] = segment(*key)
@@ -91,25 +111,28 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
         state, error = ("CANCELLED", SUPPRESSED) if suppressed else (
             ("QUEUED", None) if consented is None or msisdn in consented
             else ("CANCELLED", NO_CONSENT))
-        if state == "QUEUED" and max_parts and seg.count > max_parts:
+        if state == "QUEUED" and to.max_parts and seg.count > to.max_parts:
             state, error = "REJECTED", (f"the personalised text needs {seg.count} parts,"
-                                        f" more than the provider's max_parts ({max_parts})")
-        rows.append((new_ref(), campaign.account_id, campaign.id, campaign.provider, msisdn,
+                                        f" more than the provider's max_parts"
+                                        f" ({to.max_parts})")
+        rows.append((ref, campaign.account_id, campaign.id, to.provider, msisdn,
                      text, state, error, due, now_ms, now_ms,
                      now_ms if state != "QUEUED" else None, seg.encoding, seg.count,
                      seg.ucs2_because, PRIORITY_NORMAL, seg.ucs2_parts, campaign.message_type,
                      # IYS-4 (sender given: country TR): keyed, a repeat today found below.
                      day_keys.of(str(msisdn), text)
-                     if day_keys is not None and state == "QUEUED" else None, expiry))
+                     if day_keys is not None and state == "QUEUED" else None, expiry,
+                     to.route))
     if day_keys is not None:
-        taken = live_keys(conn, (r[-2] for r in rows if r[-2] is not None))
+        taken = live_keys(conn, (r[-3] for r in rows if r[-3] is not None))
         for i, row in enumerate(rows if taken else ()):
-            if row[-2] in taken:  # created CANCELLED, counted: the campaign adds up
+            if row[-3] in taken:  # created CANCELLED, counted: the campaign adds up
                 rows[i] = (*row[:6], "CANCELLED", DUPLICATE_TODAY, *row[8:11], now_ms,
-                           *row[12:-2], None, row[-1])
+                           *row[12:-3], None, *row[-2:])
     return executemany_changes(
         conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
         " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
         " encoding, parts, ucs2_because, priority, ucs2_parts, message_type, dup_key,"
-        " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " expires_at, route)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (campaign_id, msisdn) DO NOTHING", rows)

@@ -85,6 +85,7 @@ class NewCampaign:
     planned_parts: int = 0
     message_type: str | None = None  # IYS-1
     validity_s: int = 0  # ROUTE-4: each message's, from its due time; 0: the provider's
+    routed: bool = False  # ROUTE-3: its messages follow [[routes]] (no provider named)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class Campaign:
     planned_parts: int = 0
     message_type: str | None = None  # IYS-1: commercial or transactional
     validity_s: int | None = None  # ROUTE-4: its messages'; None or 0: the provider's own
+    routed: int = 0  # ROUTE-3: 1: each message goes where [[routes]] send its number
 
     @property
     def expanded(self) -> bool:
@@ -221,7 +223,7 @@ COLUMNS = (
     "c.id, c.account_id, c.list_id, l.name, c.provider, c.body, c.state, c.total,"
     " c.queued_through, c.last_contact_id, c.created_at, c.updated_at, c.send_at,"
     " c.window_from, c.window_to, c.window_tz, c.personalised, c.planned_parts,"
-    " c.message_type, c.validity_s"
+    " c.message_type, c.validity_s, c.routed"
 )
 
 
@@ -267,10 +269,12 @@ def create_campaign(conn: Connection, new: NewCampaign, now_ms: int,
         "INSERT INTO campaigns (account_id, list_id, provider, body, idempotency_key, state,"
         " total, queued_through, last_contact_id, created_at, updated_at, send_at,"
         " window_from, window_to, window_tz, personalised, planned_parts, message_type,"
-        " validity_s) VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, 0, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+        " validity_s, routed)"
+        " VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, 0, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
         (new.account_id, list_id, new.provider, new.body, new.idempotency_key, total, last_id,
          now_ms, now_ms, new.send_at, w.start if w else None, w.end if w else None,
-         w.tz if w else None, new.planned_parts, new.message_type, new.validity_s or None),
+         w.tz if w else None, new.planned_parts, new.message_type, new.validity_s or None,
+         1 if new.routed else 0),
     )
     campaign_id = conn.last_insert_rowid()
     got = get_campaign(conn, campaign_id)

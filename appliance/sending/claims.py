@@ -64,6 +64,7 @@ class Claimed:
     message_type: str | None = None
     recipient_type: str | None = None
     expires_at: int | None = None  # ROUTE-4: past this it is never sent (validity.py)
+    route: str | None = None  # ROUTE-3: the route that chose its provider; None: it stays
 
     @property
     def skip_parts(self) -> frozenset[int]:
@@ -255,7 +256,7 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
             marks = ",".join("?" * len(chunk))
             for r in conn.execute(
                     "SELECT id, ref, msisdn, body, attempts, parts, campaign_id, priority,"
-                    f" state, encoding, message_type, {RECIPIENT_TYPE_SQL}, expires_at"
+                    f" state, encoding, message_type, {RECIPIENT_TYPE_SQL}, expires_at, route"
                     f" FROM messages{by_id} WHERE id IN ({marks})"
                     " AND claimed_at = ?",
                     (*chunk, stamp)):
@@ -281,11 +282,12 @@ def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
                    tuple(earlier.get(int(r[0]), ())), cid, int(r[7]),
                    camp.window if camp is not None else None, str(r[9]),
                    None if r[10] is None else str(r[10]), None if r[11] is None else str(r[11]),
-                   None if r[12] is None else int(r[12]))
+                   None if r[12] is None else int(r[12]),
+                   None if r[13] is None else str(r[13]))
 
 
 def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,
-                 consent_gate: bool = False) -> list[Claimed]:
+                 consent_gate: bool = False, provider: str | None = None) -> list[Claimed]:
     """Make reserved messages ``SENDING`` just before their bytes go (a write unit).
 
     Only messages still reserved and still ``QUEUED``/``RETRY`` are taken, and a campaign
@@ -293,6 +295,8 @@ def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,
     this unit keeps them from being sent. Returns those taken, ``attempts`` counting
     this one (the money rule: each is durably ``SENDING`` before anything leaves). One
     whose validity ran out while it waited (a held lane) becomes ``CANCELLED`` instead.
+    With ``provider``, only messages still of that provider: one that failed over to
+    another meanwhile (ROUTE-3) is that one's to send.
     """
     by_id = {m.id: m for m in claimed}
     out: list[Claimed] = []
@@ -308,10 +312,12 @@ def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,
             f"UPDATE messages{each} SET state = 'SENDING', attempts = attempts + 1,"
             f" claimed_at = NULL, lease_owner = ?, updated_at = ? WHERE id IN ({marks})"
             " AND claimed_at IS NOT NULL"
+            f"{'' if provider is None else ' AND provider = ?'}"
             " AND state IN ('QUEUED', 'RETRY') AND (campaign_id IS NULL OR EXISTS"
             " (SELECT 1 FROM campaigns c WHERE c.id = messages.campaign_id"
             " AND c.state = 'RUNNING')) RETURNING id, attempts, account_id, msisdn,"
-            " message_type", (OWNER, now_ms, *chunk)).fetchall()
+            " message_type", (OWNER, now_ms, *chunk,
+                              *(() if provider is None else (provider,)))).fetchall()
         if consent_gate:
             note_sent(conn, [(int(r[2]), str(r[3])) for r in rows if r[4] == COMMERCIAL],
                       now_ms)

@@ -40,7 +40,7 @@ MESSAGE_COLUMNS = (
     "id, ref, account_id, campaign_id, provider, msisdn, body, state, state_at, attempts,"
     " next_attempt_at, provider_msg_id, error, created_at, updated_at, submitted_at,"
     " finalised_at, encoding, parts, ucs2_because, priority, ucs2_parts, error_kind,"
-    " expires_at"
+    " expires_at, route, attempts_log"
 )
 
 
@@ -70,6 +70,8 @@ class Message:
     ucs2_parts: int | None = None  # what UCS-2 would have taken; None: made before ENC-1
     error_kind: str | None = None  # "iys": a provider refused it for İYS; else None
     expires_at: int | None = None  # ROUTE-4: never sent after this; None: no validity
+    route: str | None = None  # ROUTE-3: the [[routes]] prefix that chose its provider
+    attempts_log: str | None = None  # ROUTE-3: appliance.sending.attempt_log
 
 
 @dataclass(frozen=True)

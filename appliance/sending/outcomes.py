@@ -23,7 +23,7 @@ whatever reports wait in the inbox for those refs (DLR-6):
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,9 @@ from appliance.providers.base import Outcome, PartOutcome, SubmitResult
 from appliance.reports.aggregate import message_state
 from appliance.reports.apply import apply_waiting_for_refs
 from appliance.reports.states import FINAL_STATES
+from appliance.sending.attempt_log import APPEND_SQL, entry, outcome_word
 from appliance.sending.claims import PART_TO_SEND, Claimed
+from appliance.sending.failover import Moved, Router, move_tried
 from appliance.store.changes import executemany_changes
 from appliance.store.connection import Connection
 
@@ -55,6 +57,7 @@ class Recorded:
     rejected: int = 0
     uncertain: int = 0
     applied_reports: int = 0
+    moved: tuple[Moved, ...] = ()  # ROUTE-3: to the next provider of their route
 
 
 def backoff_ms(attempts: int, rng: random.Random | None = None) -> int:
@@ -70,7 +73,7 @@ _RECORD_MESSAGE = (
     "UPDATE messages SET state = ?, error = ?, error_kind = ?,"
     " next_attempt_at = coalesce(?, next_attempt_at),"
     " provider_msg_id = coalesce(?, provider_msg_id), submitted_at = coalesce(submitted_at, ?),"
-    " finalised_at = coalesce(finalised_at, ?), updated_at = ?"
+    " finalised_at = coalesce(finalised_at, ?), updated_at = ?, " + APPEND_SQL +
     " WHERE id = ? AND state = 'SENDING'"
 )
 # A part row is written once per attempt that tried it: new, or a part left to send.
@@ -223,19 +226,36 @@ def record_outcomes(
     map_provider_ids: bool,
     reports_per_part: bool = False,
     rng: random.Random | None = None,
+    router: Router | None = None,
+    moving: Mapping[int, str] | None = None,
 ) -> Recorded:
     """Record one batch's outcomes and apply the reports waiting for it (a write unit).
 
     Every part the provider took is recorded with its id in this same unit, and the
     message's state is the aggregate of its parts (:mod:`appliance.reports.aggregate`).
+    Each outcome is added to its message's log (:mod:`appliance.sending.attempt_log`).
+    The messages in ``moving`` (id: why) go to the next provider of their route instead,
+    where it has one (:func:`appliance.sending.failover.move_tried`).
     """
     batch = _Batch()
     refs: list[str] = []
-    for msg, outcome in results:
+    done = list(results)
+    moved: list[Moved] = []
+    if router is not None and moving:
+        moved = move_tried(conn, router, provider,
+                           [(m, o, moving[m.id]) for m, o in done if m.id in moving], now_ms)
+    gone = {m.message_id for m in moved}
+    for msg, outcome in done:
+        if msg.id in gone:
+            continue
         refs.append(msg.ref)
+        start = len(batch.messages)
         _plan(batch, provider, msg, outcome, now_ms, max_attempts=max_attempts,
               dedupes_on_ref=dedupes_on_ref, reports_per_part=reports_per_part,
               map_provider_ids=map_provider_ids, rng=rng)
+        line = entry(provider, outcome_word(outcome), now_ms)
+        batch.messages[start:] = [(*row[:-1], line, row[-1])
+                                  for row in batch.messages[start:]]
     if batch.parts:
         conn.executemany(RECORD_PART, batch.parts)
     if batch.mapped:
@@ -258,4 +278,4 @@ def record_outcomes(
     id_pairs = [(p, pid) for p, pid, _ref, _part in batch.mapped]
     applied = apply_waiting_for_refs(conn, refs, now_ms, id_pairs, provider=provider) \
         if refs else 0
-    return Recorded(applied_reports=applied, **counts)
+    return Recorded(applied_reports=applied, moved=tuple(moved), **counts)

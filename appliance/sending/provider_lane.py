@@ -15,6 +15,7 @@ import logging
 import math
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from appliance.providers.base import Outcome, Provider, SubmitResult
 from appliance.runtime import Runtime
 from appliance.sending.campaigns import PRIORITY_HIGH
 from appliance.sending.claims import Claimed, mark_sending, release_claimed
+from appliance.sending.failover import Router
 from appliance.sending.outcomes import Recorded, record_outcomes
 from appliance.sending.provider_holds import Hold
 from appliance.sending.send_counters import SendCounters
@@ -40,6 +42,7 @@ class _Record:
     msg: Claimed
     outcome: Outcome
     tries: int = 0
+    move: str | None = None  # ROUTE-3: why it may go to its route's next provider
 
 
 class Flusher:
@@ -66,8 +69,8 @@ class Flusher:
         self._kick()
         return fut
 
-    def record(self, msg: Claimed, outcome: Outcome) -> None:
-        self._records.append(_Record(msg, outcome))
+    def record(self, msg: Claimed, outcome: Outcome, move: str | None = None) -> None:
+        self._records.append(_Record(msg, outcome, move=move))
         self._kick()
 
     def release(self, ids: list[int]) -> None:
@@ -107,7 +110,8 @@ class Flusher:
                 c, lane.name, [(r.msg, r.outcome) for r in records], now,
                 max_attempts=sending.max_attempts, dedupes_on_ref=provider.dedupes_on_ref,
                 map_provider_ids=provider.reports_by_provider_id_only,
-                reports_per_part=provider.reports_per_part)
+                reports_per_part=provider.reports_per_part, router=lane.router,
+                moving={r.msg.id: r.move for r in records if r.move is not None})
 
         claimed = [m for m, _ in marks]
         gate = appliance.settings.compliance.turkey
@@ -119,7 +123,8 @@ class Flusher:
                     lambda c: release_claimed(c, releases)))))
             if marks:
                 waits.append(("mark", asyncio.wrap_future(writer.submit(
-                    lambda c: mark_sending(c, claimed, now, consent_gate=gate)))))
+                    lambda c: mark_sending(c, claimed, now, consent_gate=gate,
+                                           provider=lane.name)))))
         except Exception as exc:  # the writer is stopped
             log.error("the sender could not write: %s", exc)
             for _, fut in marks:
@@ -152,6 +157,9 @@ class Flusher:
                 continue
             if kind == "record":
                 self.counters.add(result)
+                if result.moved and lane.router is not None:
+                    lane.router.counted(result.moved)
+                    lane.moved()
                 out = Counter(r.msg.campaign_id for r in records
                               if r.msg.campaign_id is not None
                               and r.outcome.result is not SubmitResult.RETRY)
@@ -169,8 +177,13 @@ class ProviderLane:
     """One provider's reserved messages, its workers and its write units."""
 
     def __init__(self, appliance: Runtime, counters: SendCounters, provider: Provider,
-                 batch_size: int) -> None:
+                 batch_size: int, router: Router | None = None,
+                 moved: Callable[[], None] = lambda: None) -> None:
         s = provider.settings
+        # ROUTE-3: the routes (None: none configured), and who to tell when messages moved.
+        self.router = router
+        self.moved = moved
+        self.failover_after = s.failover_after
         self.provider = provider
         self.name = provider.name
         self.transport = provider.transport
@@ -222,6 +235,12 @@ class ProviderLane:
                             " given up; trying again every %.0f to %.0f s", self.name,
                             error, HOLD_BASE_S, HOLD_CAP_S)
         return max(0.0, self.held_until - now)
+
+    @property
+    def failing(self) -> bool:
+        """Not reached ``failover_after`` tries in a row: its routes' messages move on
+        (:mod:`appliance.sending.failover`) until a try reaches it again."""
+        return self.router is not None and self.unreached >= self.failover_after
 
     def reached(self) -> None:
         if self.unreached:

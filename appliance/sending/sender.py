@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import replace
 
 from appliance.providers.base import Outcome, OutgoingMessage
@@ -48,7 +49,9 @@ from appliance.runtime import Runtime
 from appliance.sending.claims import Claimed, next_due_ms, release_claimed
 from appliance.sending.commercial import COMMERCIAL
 from appliance.sending.credit import CreditWatch
+from appliance.sending.failover import Moved, Router, move_waiting, reason_to_move
 from appliance.sending.held_lanes import HeldLanes
+from appliance.sending.provider_health import ProviderHealth
 from appliance.sending.provider_lane import ProviderLane
 from appliance.sending.recovery import recover_interrupted
 from appliance.sending.send_counters import SendCounters
@@ -62,20 +65,26 @@ IDLE_S = 1.0
 
 class Sender:
     def __init__(self, appliance: Runtime, providers: Providers,
-                 credit: CreditWatch | None = None) -> None:
+                 credit: CreditWatch | None = None, pulled: Collection[str] = ()) -> None:
         self.appliance = appliance
         self.providers = providers
         self.credit = credit or CreditWatch(appliance, providers)
         settings = appliance.settings
         self.counters = SendCounters()
+        # ROUTE-3: the providers' live delivery, and the routes (None: none configured).
+        self.health = ProviderHealth(appliance, providers, pulled)
+        self.health.install()
+        self.router = Router(settings, lambda: self.health.lowered) \
+            if settings.routes else None
         self.lanes: dict[str, ProviderLane] = {}
+        self.closing = False
+        self.wake = appliance.scheduler.add(LOOP, self.step, interval_s=IDLE_S)
         for name in settings.providers:
             provider = providers.get(name)
             assert provider is not None
             self.lanes[name] = ProviderLane(appliance, self.counters, provider,
-                                            settings.sending.batch_size)
-        self.closing = False
-        self.wake = appliance.scheduler.add(LOOP, self.step, interval_s=IDLE_S)
+                                            settings.sending.batch_size, self.router,
+                                            self.wake)
         self.held = HeldLanes(appliance, self.credit, self.wake)
 
     async def close(self) -> None:
@@ -135,6 +144,8 @@ class Sender:
             if not lane.workers:
                 lane.workers = [asyncio.create_task(self._work(lane), name=f"send:{lane.name}")
                                 for _ in range(lane.concurrency)]
+            if lane.failing and lane.held_s() > 0:
+                await self._fail_over(lane)
             # Reserve a batch when less than one waits (so at most two are reserved);
             # the high-priority messages that are due, always.
             room = lane.batch_size if lane.waiting() < lane.batch_size else 0
@@ -149,6 +160,27 @@ class Sender:
         # Due already but not claimed just now: another provider's, a held campaign's, or
         # a full queue; look again at the usual pace rather than spin.
         return IDLE_S if wait_s <= 0 else min(IDLE_S, max(0.01, wait_s))
+
+    async def _fail_over(self, lane: ProviderLane) -> None:
+        """The lane's provider has not been reached ``failover_after`` tries in a row:
+        what it had reserved is given back, and its routes' waiting messages move to
+        their next provider (ROUTE-3). Its next try, once its hold ends, tells whether it
+        is reached again."""
+        router = self.router
+        assert router is not None
+        ids = lane.drain()
+        now = self.appliance.now_ms()
+
+        def unit(c: Connection) -> list[Moved]:
+            release_claimed(c, ids)
+            return move_waiting(c, router, lane.name, now)
+
+        moved = await self.appliance.store.writer.run(unit)
+        if moved:
+            router.counted(moved)
+            log.warning("provider %s not reached %s tries in a row: %s messages of its"
+                        " routes moved on", lane.name, lane.unreached, len(moved))
+            self.wake()
 
     async def _recover(self, lane: ProviderLane) -> None:
         now = self.appliance.now_ms()
@@ -223,8 +255,11 @@ class Sender:
                         for o in outcomes]
         else:
             lane.reached()
+        refusals = lane.provider.route_refusals
         for m, outcome in zip(marked, outcomes, strict=True):
-            lane.flusher.record(m, outcome)
+            move = None if self.router is None else \
+                reason_to_move(m, outcome, lane.failing, refusals)
+            lane.flusher.record(m, outcome, move)
         if refusal is not None:
             await self.held.blocked(lane, marked[0], refusal)
             return
@@ -265,8 +300,10 @@ class Sender:
 
 
 def install(runtime: Runtime, providers: Providers,
-            credit: CreditWatch | None = None) -> Sender:
-    """The sender, its loop registered (``Sender.wake`` wakes it); closed at the stop."""
-    sender = Sender(runtime, providers, credit)
+            credit: CreditWatch | None = None, pulled: Collection[str] = ()) -> Sender:
+    """The sender, its loop registered (``Sender.wake`` wakes it); closed at the stop.
+    ``pulled``: the providers asked about their messages (ROUTE-2), whose delivery is
+    judged over their pull window (:mod:`appliance.sending.provider_health`)."""
+    sender = Sender(runtime, providers, credit, pulled)
     runtime.on_stop(sender.close)
     return sender

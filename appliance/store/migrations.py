@@ -19,6 +19,7 @@ from appliance.store import dialect
 from appliance.store.migration_counts import add_rollups
 from appliance.store.migration_inbound import list_inbound_by_number
 from appliance.store.migration_receivers import add_account_receivers
+from appliance.store.migration_routes import add_routes
 
 
 def _message_parts(conn: apsw.Connection) -> None:
@@ -438,4 +439,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     19: add_validity,
     20: list_inbound_by_number,
     21: add_account_receivers,
+    22: add_routes,
 }

@@ -16,7 +16,7 @@ import apsw
 from appliance.store.count_triggers import sqlite_ddl
 from appliance.store.migrations import MIGRATIONS
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 
 class SchemaTooNew(RuntimeError):

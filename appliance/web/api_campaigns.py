@@ -63,6 +63,9 @@ async def create_campaign(request: Request) -> Response:
         raise ApiError(422, "invalid_dry_run", "'dry_run' must be true or false")
     if not dry:  # a dry run creates nothing: not counted against the key's rate
         parts_of(request).key_rates.take(account.quota)
+    # ROUTE-3: without a provider named, each message follows [[routes]] (when there are
+    # some); the default provider is the one its checks and its dry run go by.
+    routed = bool(settings.routes) and data.get("provider") is None
     provider = check_provider(settings, data.get("provider"))
     body = check_body(settings, data.get("body"), provider)
     check_template(body)
@@ -89,6 +92,7 @@ async def create_campaign(request: Request) -> Response:
         planned_parts=plan.parts,
         message_type=message_type,
         validity_s=validity_s,
+        routed=routed,
     )
     reserve = below_reserve(settings)
     if reserve is not None:

@@ -24,7 +24,6 @@ from appliance.sending.checks import (
     check_action,
     check_body,
     check_priority,
-    check_provider,
     check_to,
 )
 from appliance.sending.commercial import COMMERCIAL, check_content, check_type
@@ -32,6 +31,7 @@ from appliance.sending.duplicates import dup_key
 from appliance.sending.message_requests import queue_message, resolve_one
 from appliance.sending.messages import get_message, messages_for_msisdn, read_message
 from appliance.sending.refs import looks_like_ref
+from appliance.sending.routes import route_of
 from appliance.sending.validity import check_validity
 from appliance.web.auth import require_account
 from appliance.web.errors import ApiError, not_found
@@ -58,8 +58,10 @@ async def send_message(request: Request) -> Response:
     data = await json_object(request, MAX_REQUEST_BYTES)
     key = idempotency_key(request)
     msisdn = check_to(settings, data.get("to"))
-    provider = check_provider(settings, data.get("provider"))
     message_type = check_type(settings, data.get("type"))
+    choice = route_of(settings, parts_of(request).sender.health.lowered,
+                      data.get("provider"), msisdn, message_type)
+    provider = choice.provider
     validity_s = check_validity(data.get("validity_s"), settings.sending.validity_s, provider,
                                 validity_range_s(settings, provider))
     new = NewMessage(
@@ -76,6 +78,7 @@ async def send_message(request: Request) -> Response:
                         appliance.now_ms(), data["body"])
         if settings.compliance.turkey else None,
         validity_s=validity_s,
+        route=choice.route,
     )
     check_content(settings, message_type, new.body)
     accepted = await queue_message(appliance, new, wake_sender=parts_of(request).sender.wake,

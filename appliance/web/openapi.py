@@ -79,6 +79,12 @@ MESSAGE = obj(("ref", "state"), ref=STR, state=STR, final=BOOL, to=STR, provider
                                     {"type": "null"}]},
               created_at=ANY, submitted_at=ANY, finalised_at=ANY, updated_at=ANY,
               expires_at=ANY, part_reports=arr(ANY), actions=arr(ANY), pulls=ANY,
+              # ROUTE-3: the prefix of the route that chose its provider, and each try.
+              route=null(STR), attempts_by_provider=arr(obj(
+                  ("provider", "outcome", "at"), provider=STR, at=STR, outcome={
+                      "type": "string", "examples": [
+                          "accepted", "retry", "rejected", "uncertain", "unreached",
+                          "blocked", "route_refused", "failed_over"]})),
               history=arr(obj(part=ANY, state=ANY, status=ANY, source={
                   "type": "string", "examples": ["callback", "session", "pull"]})))
 SENT = obj(("ref", "state"), ref=STR, state=STR, priority=STR, encoding=STR, parts=INT,

@@ -14,6 +14,7 @@ from appliance.sending import campaigns as camp
 from appliance.sending import messages as msgs
 from appliance.sending import resolution
 from appliance.sending.accept import Accepted
+from appliance.sending.attempt_log import attempts_by_provider
 from appliance.sending.dry_run import DryRun
 
 
@@ -53,6 +54,9 @@ def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None
         "state_reported_at": iso(m.state_at) if m.state_at else None,
         "next_attempt_at": iso(m.next_attempt_at) if m.state in ("QUEUED", "RETRY") else None,
         "expires_at": iso(m.expires_at),
+        "route": m.route,
+        "attempts_by_provider": [{**a, "at": iso(a["at"])}
+                                 for a in attempts_by_provider(m.attempts_log)],
     }
     if history is not None:
         out["history"] = [

@@ -45,6 +45,7 @@ from appliance.config import Settings
 from appliance.disk import free_bytes
 from appliance.ops.backup.status import read_status
 from appliance.ops.observability.alerts import ops_alerts
+from appliance.ops.observability.route_metrics import route_families
 from appliance.ops.observability.sources import Sources
 from appliance.optout.suppressions import SOURCES
 from appliance.providers.registry import Providers
@@ -282,6 +283,7 @@ class ApplianceCollector(Collector):
         yield from _edge(appliance, sources)
         yield from _sessions(sources.providers)
         yield from _unreached(sources)
+        yield from route_families(sources.sender)
         yield from _pulls(sources)
         info = GaugeMetricFamily("appliance_build_info", "The running version.",
                                  labels=["version"])

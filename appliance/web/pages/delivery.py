@@ -32,6 +32,7 @@ from appliance.sending import resolution
 from appliance.sending.checks import MAX_MSISDN_CHARS
 from appliance.sending.credit import credits
 from appliance.sending.message_search import MessageFilter, campaign_choices, search_messages
+from appliance.sending.provider_health import lowered
 from appliance.sending.provider_holds import held
 from appliance.sending.refs import looks_like_ref
 from appliance.store.connection import Connection
@@ -93,13 +94,15 @@ async def _dashboard_context(request: Request, session: ConsoleSession) -> dict[
 
 
 def accounts_panel(conn: Connection, providers: Providers) -> list[dict[str, Any]]:
-    """Each provider whose kind tells its credit, or whose lane is held: the last credit
-    read and when, the query's last error, and the hold's reason (a read unit)."""
+    """Each provider whose kind tells its credit, whose lane is held, or that is lowered
+    for its live delivery (ROUTE-3): the last credit read and when, the query's last
+    error, the hold's reason, and the figures that lowered it (a read unit)."""
     known = credits(conn)
     holds = held(conn)
+    low = lowered(conn)
     out = []
     for name, provider in sorted(providers.all().items()):
-        if provider.credit is None and name not in holds:
+        if provider.credit is None and name not in holds and name not in low:
             continue
         kept = known.get(name)
         hold = holds.get(name)
@@ -107,7 +110,8 @@ def accounts_panel(conn: Connection, providers: Providers) -> list[dict[str, Any
                     "at": kept.at_ms if kept else None,
                     "error": kept.error if kept else None,
                     "held": hold.reason if hold else None,
-                    "held_error": hold.error if hold else None})
+                    "held_error": hold.error if hold else None,
+                    "lowered": low.get(name)})
     return out
 
 

@@ -54,6 +54,7 @@ from appliance.sending.commercial import (
 from appliance.sending.dry_run import DryRun, dry_run
 from appliance.sending.duplicates import DayKeys, dup_key
 from appliance.sending.message_requests import queue_message
+from appliance.sending.routes import route_of
 from appliance.sending.validity import check_validity
 from appliance.store.connection import Connection
 from appliance.web.errors import STORAGE_RETRY_AFTER_S, refusal_status
@@ -92,6 +93,7 @@ async def _send_page(request: Request, session: ConsoleSession, status: int = 20
     return page(request, "send.html", session, status=status, title="Send", error=error,
                 lists=lists, providers=list(settings.providers),
                 default_provider=settings.default_provider, values=chosen,
+                routed=bool(settings.routes),
                 max_body=settings.sending.max_body_chars,
                 typed=settings.compliance.turkey,
                 campaigns=[campaign_json(p) for p in recent],
@@ -104,7 +106,8 @@ async def send_form(request: Request, session: ConsoleSession, form: FormData) -
 
 def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, Any]:
     settings = parts_of(request).runtime.settings
-    provider = check_provider(settings, _field(form, "provider") or None)
+    named = _field(form, "provider") or None
+    provider = check_provider(settings, named)
     # IYS-1: with [compliance] country = "TR" the console says commercial or
     # transactional as the API does, and a commercial text passes the same checks.
     message_type = check_type(settings, _field(form, "type") or None)
@@ -112,6 +115,8 @@ def _checked(request: Request, form: FormData, *, need_to: bool) -> dict[str, An
         "body": check_body(settings, _field(form, "body"), provider),
         "provider": provider,
         "type": message_type,
+        # ROUTE-3: no provider chosen, with [[routes]]: each message follows its route.
+        "routed": bool(settings.routes) and named is None,
     }
     check_content(settings, message_type, out["body"])
     if need_to:
@@ -157,9 +162,14 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
         key = _form_key(form)
         checked = _checked(request, form, need_to=True)
         settings = appliance.settings
-        provider = settings.provider(checked["provider"])
+        choice = route_of(settings, parts_of(request).sender.health.lowered,
+                          None if checked["routed"] else checked["provider"], checked["to"],
+                          checked["type"])
+        checked["provider"] = choice.provider
+        provider = settings.provider(choice.provider)
         new = NewMessage(account_id=session.account_id, msisdn=checked["to"],
                          body=checked["body"], provider=checked["provider"],
+                         route=choice.route,
                          idempotency_key=key, turkish=provider.turkish_to(checked["to"]),
                          message_type=checked["type"],
                          consent_required=gated(settings, checked["type"]),
@@ -226,7 +236,7 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
                 body=body, provider=provider, send_key=key[len(KEY_PREFIX):],
                 running_imports=running_imports, changed_from=None, plan=plan,
                 suppressed=plan.suppressed, schedule=_schedule(checked),
-                message_type=checked["type"],
+                message_type=checked["type"], routed=checked["routed"],
                 schedule_values={k: _field(form, k) for k in SCHEDULE_FIELDS})
 
 
@@ -263,7 +273,8 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
                                window=checked["window"], planned_parts=plan.parts,
                                message_type=checked["type"],
                                validity_s=_default_validity(appliance.settings,
-                                                            checked["provider"]))
+                                                            checked["provider"]),
+                               routed=checked["routed"])
         campaign, _ = await start_campaign(appliance, new, expected_contacts=expected,
                                            wake_expansion=parts_of(request).campaigns.wake)
     except Refused as exc:
@@ -276,7 +287,7 @@ async def create_campaign(request: Request, session: ConsoleSession, form: FormD
                         provider=checked["provider"], send_key=key[len(KEY_PREFIX):],
                         running_imports=0, changed_from=expected, plan=plan,
                         suppressed=plan.suppressed, schedule=_schedule(checked),
-                        message_type=checked["type"],
+                        message_type=checked["type"], routed=checked["routed"],
                         schedule_values={k: _field(form, k) for k in SCHEDULE_FIELDS})
         if exc.error == "idempotency_key_reused":
             return refusal(request, session, 409, "already_used",

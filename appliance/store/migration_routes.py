@@ -1,0 +1,28 @@
+"""Version 22 of the schema: routes and failover (ROUTE-3) (frozen).
+
+A message keeps the route that chose its provider (``route``: the prefix matched; NULL:
+none, the request named the provider or no route matched) and what each attempt came to
+at each provider (``attempts_log``: one line ``provider<TAB>outcome<TAB>epoch ms`` an
+attempt or move, appended by the unit that records it: :mod:`appliance.sending.attempt_log`).
+A campaign says whether its messages follow their routes (``routed``: 1) or go through
+the provider it names. The providers' live delivery is read by submission time
+(``messages_submitted``: :mod:`appliance.sending.provider_health`). Messages and
+campaigns from before have none: they keep the provider they were given.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+SUBMITTED_INDEX = ("CREATE INDEX messages_submitted ON messages (provider, submitted_at)"
+                   " WHERE submitted_at IS NOT NULL")
+
+
+def add_routes(conn: apsw.Connection) -> None:
+    """Version 22 (ROUTE-3): the columns above and the index by provider and submission
+    time (written once a message, when it is first taken)."""
+    text = "TEXT" if isinstance(conn, apsw.Connection) else 'TEXT COLLATE "C"'
+    conn.execute(f"ALTER TABLE messages ADD COLUMN route {text}")
+    conn.execute(f"ALTER TABLE messages ADD COLUMN attempts_log {text}")
+    conn.execute("ALTER TABLE campaigns ADD COLUMN routed INTEGER NOT NULL DEFAULT 0")
+    conn.execute(SUBMITTED_INDEX)
