@@ -64,7 +64,6 @@ class Claimed:
     message_type: str | None = None
     recipient_type: str | None = None
     expires_at: int | None = None  # ROUTE-4: past this it is never sent (validity.py)
-    route: str | None = None  # ROUTE-3: the route that chose its provider; None: it stays
 
     @property
     def skip_parts(self) -> frozenset[int]:
@@ -256,7 +255,7 @@ def claim_due(conn: Connection, provider: str, now_ms: int, limit: int,
             marks = ",".join("?" * len(chunk))
             for r in conn.execute(
                     "SELECT id, ref, msisdn, body, attempts, parts, campaign_id, priority,"
-                    f" state, encoding, message_type, {RECIPIENT_TYPE_SQL}, expires_at, route"
+                    f" state, encoding, message_type, {RECIPIENT_TYPE_SQL}, expires_at"
                     f" FROM messages{by_id} WHERE id IN ({marks})"
                     " AND claimed_at = ?",
                     (*chunk, stamp)):
@@ -282,8 +281,7 @@ def _claimed(r: Any, earlier: dict[int, list[tuple[int, str]]],
                    tuple(earlier.get(int(r[0]), ())), cid, int(r[7]),
                    camp.window if camp is not None else None, str(r[9]),
                    None if r[10] is None else str(r[10]), None if r[11] is None else str(r[11]),
-                   None if r[12] is None else int(r[12]),
-                   None if r[13] is None else str(r[13]))
+                   None if r[12] is None else int(r[12]))
 
 
 def mark_sending(conn: Connection, claimed: list[Claimed], now_ms: int,

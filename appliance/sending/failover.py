@@ -107,8 +107,10 @@ class Router:
 
 def reason_to_move(msg: Claimed, outcome: Outcome, failing: bool,
                    route_refusals: Collection[str]) -> str | None:
-    """Why ``msg`` may leave its provider after this outcome (``None``: it may not)."""
-    if msg.route is None or msg.known_parts or outcome.blocked is not None:
+    """Why ``msg`` may leave its provider after this outcome (``None``: it may not); the
+    unit that moves it checks that it has a route (the claim does not read it: it stays
+    as lean as without routes)."""
+    if msg.known_parts or outcome.blocked is not None:
         return None
     if outcome.unreached and outcome.result is SubmitResult.RETRY:
         return UNREACHED if failing else None
@@ -151,8 +153,10 @@ def move_tried(conn: Connection, router: Router, provider: str,
     rows: list[tuple[Any, ...]] = []
     moved: list[Moved] = []
     for msg, outcome, reason in tried:
+        if msg.id not in left:
+            continue  # no route: pinned by its request, or no route matched
         target = router.target(msg.msisdn, msg.message_type, msg.body, msg.encoding,
-                               msg.parts, provider, left.get(msg.id, frozenset()))
+                               msg.parts, provider, left[msg.id])
         if target is None:
             continue
         attempts = msg.attempts - (1 if reason == UNREACHED else 0)
@@ -202,10 +206,12 @@ def _apply(conn: Connection, sql: str, rows: list[tuple[Any, ...]],
 
 
 def _left(conn: Connection, ids: list[int]) -> dict[int, frozenset[str]]:
-    """The providers each message has already left."""
+    """The providers each message of a route has already left, by id (a message without
+    a route is not in it)."""
     out: dict[int, frozenset[str]] = {}
     for chunk in in_chunks(ids):
         for r in conn.execute("SELECT id, attempts_log FROM messages WHERE id IN"
-                              f" ({','.join('?' * len(chunk))})", tuple(chunk)):
+                              f" ({','.join('?' * len(chunk))}) AND route IS NOT NULL",
+                              tuple(chunk)):
             out[as_int(r[0])] = attempt_log.left(r[1])
     return out
