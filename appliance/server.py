@@ -51,7 +51,6 @@ from appliance.sending import credit, expansion, orphans, sender
 from appliance.smpp import lifecycle as smpp_sessions
 from appliance.start_warnings import start_warnings
 from appliance.store.lock import DataDirLock, DataDirLocked
-from appliance.web import intake_process
 from appliance.web.app import build_app
 from appliance.web.body_budget import BodyBudget
 from appliance.web.edge import STATS, raise_open_files_limit
@@ -150,9 +149,12 @@ def assemble(runtime: Runtime, intake: socket.socket | None = None,
     delivery = webhooks.install(runtime)
     budget = BodyBudget(settings.http.max_inflight_body_bytes)
     metrics = Metrics()
-    report_intake = (intake_process.install(runtime, metrics, intake, log_file,
-                                            secret_values(settings))
-                     if intake is not None else None)
+    report_intake = None
+    if intake is not None:  # the intake's process and its link: only with an intake port
+        from appliance.web import intake_process
+
+        report_intake = intake_process.install(runtime, metrics, intake, log_file,
+                                               secret_values(settings))
     observability.install(runtime, metrics, Sources(sending, worker, providers, STATS,
                                                     budget, report_intake, pulls))
     backups.install(runtime)

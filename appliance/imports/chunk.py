@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from appliance.imports.lines import Entry, ParseError, iter_lines, looks_like_header, parse_line
-from appliance.imports.normalise import Invalid, normalise_msisdn
+from appliance.imports.lines import ParseError, iter_lines, looks_like_header, parse_line
 
 # A rejected line is kept up to this many characters, with its full length beside it.
 REJECT_LINE_KEEP = 1000
@@ -57,6 +56,10 @@ def parse_chunk(
     ``entries_seen`` is how many non-blank lines the job has handled before: while
     it is 0, the first non-blank line may be a header row and is skipped as such.
     """
+    # phonenumbers comes with the first chunk parsed, not with the server's start
+    # (docs/architecture.md, "What a start imports").
+    from appliance.imports.normalise import Invalid, normalise_msisdn
+
     rows: list[ChunkRow] = []
     blank = 0
     processed = start_line
@@ -72,14 +75,12 @@ def parse_chunk(
         elif entries_seen == 0 and not rows and looks_like_header(line.text):
             rows.append(ChunkRow(line.number, None, line=line.text, header=True))
         else:
-            rows.append(_normalised(line.number, line.text, parsed, region))
+            result = normalise_msisdn(parsed.number_text, region)
+            rows.append(rejected_row(line.number, line.text, result.reason)
+                        if isinstance(result, Invalid)
+                        else ChunkRow(line.number, result.msisdn, name=parsed.name,
+                                      line=line.text))
         if processed - start_line >= max_lines:
             break
     return Chunk(job_id, start_line, processed, offset, rows, blank)
 
-
-def _normalised(number: int, text: str, entry: Entry, region: str) -> ChunkRow:
-    result = normalise_msisdn(entry.number_text, region)
-    if isinstance(result, Invalid):
-        return rejected_row(number, text, result.reason)
-    return ChunkRow(number, result.msisdn, name=entry.name, line=text)

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from appliance.config import Settings
-from appliance.imports.normalise import Normalised, normalise_msisdn
 from appliance.optout import suppressions
 from appliance.optout.keywords import Keywords
 from appliance.providers.base import InboundMessage
@@ -91,8 +90,11 @@ def sender_number(msisdn: str, region: str) -> str:
 
     Providers write the sender's international number without the ``+``
     (``905321234567``), so bare digits are read as international first, then with the
-    default region.
+    default region. (phonenumbers is imported here, at the first inbound message, not
+    with the server: docs/architecture.md, "What a start imports".)
     """
+    from appliance.imports.normalise import Normalised, normalise_msisdn
+
     given = msisdn.strip()
     digits = given.removeprefix("+")
     if given and digits.isascii() and digits.isdigit() and not digits.startswith("0"):

@@ -32,13 +32,12 @@ never "outcome unknown". A submission knows it from aiohttp's connection signals
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import urllib.request
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import aiohttp
-import certifi
 import httpx
 
 from appliance.config import ProviderSettings
@@ -48,46 +47,69 @@ from appliance.rate import TokenBucket
 from .base import Outcome, OutgoingMessage, SubmitResult, Transport, WireFormat, short
 from .batch import batch_wire_of
 
+if TYPE_CHECKING:
+    import aiohttp
+
 # Made by the client itself from the URL and the body.
 _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
-_NEVER_SENT: tuple[type[Exception], ...] = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.PoolTimeout,
-    httpx.ProxyError,
-    httpx.UnsupportedProtocol,
-    httpx.InvalidURL,
-    httpx.LocalProtocolError,
-    aiohttp.ClientConnectorError,  # refused, DNS, TLS, proxy connection
-    aiohttp.ConnectionTimeoutError,
-    aiohttp.InvalidURL,
-    aiohttp.NonHttpUrlClientError,
-)
-# Of those, the ones that say the provider cannot be reached now (an outage, not a
-# request of ours it refused): see Outcome.unreached.
-_UNREACHED: tuple[type[Exception], ...] = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    aiohttp.ClientConnectorError,
-    aiohttp.ConnectionTimeoutError,
-)
-# aiohttp's exceptions under the names docs/providers.md gives them (the error text
-# users see), first match wins.
-_NAMES: tuple[tuple[type[BaseException], str], ...] = (
-    (aiohttp.ClientConnectorError, "ConnectError"),
-    (aiohttp.ConnectionTimeoutError, "ConnectTimeout"),
-    (aiohttp.InvalidURL, "InvalidURL"),
-    (aiohttp.NonHttpUrlClientError, "UnsupportedProtocol"),
-    (aiohttp.ServerDisconnectedError, "RemoteProtocolError"),
-    (aiohttp.ClientPayloadError, "RemoteProtocolError"),
-    (aiohttp.ClientResponseError, "RemoteProtocolError"),
-    (TimeoutError, "ReadTimeout"),  # aiohttp's SocketTimeoutError, and the deadline
-    (aiohttp.ClientOSError, "ReadError"),
-)
+
+
+class _Errors(NamedTuple):
+    """The exception classes the classification knows, aiohttp's among them.
+
+    Built at the first error or the first request, not at import: aiohttp (with the
+    certificate store its connector module loads) is a fifth of a start's imports, and a
+    server that has not sent yet does not need it (docs/benchmarks.md, "Operations")."""
+
+    never_sent: tuple[type[Exception], ...]
+    # Of those, the ones that say the provider cannot be reached now (an outage, not a
+    # request of ours it refused): see Outcome.unreached.
+    unreached: tuple[type[Exception], ...]
+    # aiohttp's exceptions under the names docs/providers.md gives them (the error text
+    # users see), first match wins.
+    names: tuple[tuple[type[BaseException], str], ...]
+
+
+@functools.cache
+def _errors() -> _Errors:
+    import aiohttp
+
+    return _Errors(
+        never_sent=(
+            httpx.ConnectError,
+            httpx.ConnectTimeout,
+            httpx.PoolTimeout,
+            httpx.ProxyError,
+            httpx.UnsupportedProtocol,
+            httpx.InvalidURL,
+            httpx.LocalProtocolError,
+            aiohttp.ClientConnectorError,  # refused, DNS, TLS, proxy connection
+            aiohttp.ConnectionTimeoutError,
+            aiohttp.InvalidURL,
+            aiohttp.NonHttpUrlClientError,
+        ),
+        unreached=(
+            httpx.ConnectError,
+            httpx.ConnectTimeout,
+            aiohttp.ClientConnectorError,
+            aiohttp.ConnectionTimeoutError,
+        ),
+        names=(
+            (aiohttp.ClientConnectorError, "ConnectError"),
+            (aiohttp.ConnectionTimeoutError, "ConnectTimeout"),
+            (aiohttp.InvalidURL, "InvalidURL"),
+            (aiohttp.NonHttpUrlClientError, "UnsupportedProtocol"),
+            (aiohttp.ServerDisconnectedError, "RemoteProtocolError"),
+            (aiohttp.ClientPayloadError, "RemoteProtocolError"),
+            (aiohttp.ClientResponseError, "RemoteProtocolError"),
+            (TimeoutError, "ReadTimeout"),  # aiohttp's SocketTimeoutError, and the deadline
+            (aiohttp.ClientOSError, "ReadError"),
+        ),
+    )
 
 
 def _name(exc: Exception) -> str:
-    for kind, name in _NAMES:
+    for kind, name in _errors().names:
         if isinstance(exc, kind):
             return name
     return type(exc).__name__
@@ -99,9 +121,10 @@ def classify_transport_error(exc: Exception) -> Outcome:
     Anything never sent is ``RETRY``; anything possibly received is ``UNCERTAIN``.
     """
     name = _name(exc)
-    if isinstance(exc, _UNREACHED):
+    errors = _errors()
+    if isinstance(exc, errors.unreached):
         return Outcome(SubmitResult.RETRY, error=f"not sent: {name}", unreached=True)
-    if isinstance(exc, _NEVER_SENT):
+    if isinstance(exc, errors.never_sent):
         return Outcome(SubmitResult.RETRY, error=f"not sent: {name}")
     # Read timeouts, the provider hanging up, resets, a broken answer, the deadline and
     # anything unforeseen: the provider may hold the message.
@@ -125,6 +148,8 @@ async def _on_connection(session: aiohttp.ClientSession, ctx: Any, params: objec
 
 
 def _connection_signals() -> aiohttp.TraceConfig:
+    import aiohttp
+
     trace = aiohttp.TraceConfig()
     trace.on_connection_create_end.append(_on_connection)
     trace.on_connection_reuseconn.append(_on_connection)
@@ -165,8 +190,12 @@ class HttpTransport(Transport):
         self._reserved = 0  # tokens taken by reserve() that no submission used yet
 
     def _client(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
-        """The session and its slots; taking a slot is taking a connection."""
+        """The session and its slots; taking a slot is taking a connection. Made at the
+        first request, with aiohttp's import (see :class:`_Errors`)."""
         if self._session is None or self._slots is None:
+            import aiohttp
+            import certifi
+
             t = self.timeout_s
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(

@@ -30,10 +30,8 @@ from appliance.clock import Clock
 from appliance.config import ConfigError, Option, ProviderSettings
 from appliance.providers.kind import BuildContext, ProviderKind, Shape
 from appliance.providers.transport import Provider, SessionTransport
-from appliance.smpp.pull import SmppStatusQuery
 from appliance.smpp.settings import SmppSettings
 from appliance.smpp.submission import VALIDITY_RANGE_S
-from appliance.smpp.transport import SmppTransport
 
 NAME = "smpp"
 # The shared settings that mean something for an SMPP provider.
@@ -86,7 +84,12 @@ def smpp_settings(settings: ProviderSettings) -> SmppSettings:
 
 def smpp_provider(settings: ProviderSettings, ctx: BuildContext) -> Provider:
     """The provider of an SMPP table: a session transport, reports over the session,
-    ``query_sm`` over it too."""
+    ``query_sm`` over it too. The protocol's modules (the session, the PDUs, smpp34)
+    are imported here, where an SMPP provider is built: a configuration without one
+    never loads them."""
+    from appliance.smpp.pull import SmppStatusQuery
+    from appliance.smpp.transport import SmppTransport
+
     transport = SmppTransport(smpp_settings(settings), now_ms=ctx.now_ms)
     return Provider(
         name=settings.name,

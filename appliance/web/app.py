@@ -8,6 +8,7 @@ the parts where :func:`appliance.web.parts.parts_of` finds them.
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -18,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from appliance.refusals import Refused
+from appliance.web.deferred_routes import DeferredRoutes
 from appliance.web.errors import ApiError, api_error
 from appliance.web.parts import Parts
 
@@ -43,33 +45,43 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                         status_code=exc.status_code, headers=exc.headers)
 
 
-def all_routes() -> list[BaseRoute]:
-    from appliance.web import (
-        api_campaigns,
-        api_consents,
-        api_imports,
-        api_messages,
-        api_ops,
-        api_optout,
-        api_stats,
-        callbacks,
-        inbound,
-        openapi,
-        pages,
-    )
+# The route modules, in the order the router tries them. Callbacks first: the router
+# tries routes in order, and reports are the busiest.
+ROUTE_MODULES = (
+    "appliance.web.callbacks",
+    "appliance.web.api_ops",
+    "appliance.web.openapi",
+    "appliance.web.api_imports",
+    "appliance.web.api_stats",
+    "appliance.web.api_messages",
+    "appliance.web.api_campaigns",
+    "appliance.web.api_optout",
+    "appliance.web.api_consents",
+    "appliance.web.inbound",
+    "appliance.web.pages",
+)
+# Imported with the server: the reports' routes and the probes (``/healthz``).
+EAGER_MODULES = frozenset({"appliance.web.callbacks", "appliance.web.api_ops"})
 
-    # Callbacks first: the router tries routes in order, and reports are the busiest.
-    routes: list[BaseRoute] = callbacks.routes()
-    routes += api_ops.routes()
-    routes += openapi.routes()
-    routes += api_imports.routes()
-    routes += api_stats.routes()
-    routes += api_messages.routes()
-    routes += api_campaigns.routes()
-    routes += api_optout.routes()
-    routes += api_consents.routes()
-    routes += inbound.routes()
-    routes += pages.routes()
+
+def all_routes() -> list[BaseRoute]:
+    """Every route, each module imported now."""
+    routes: list[BaseRoute] = []
+    for module in ROUTE_MODULES:
+        routes += importlib.import_module(module).routes()
+    return routes
+
+
+def served_routes() -> list[BaseRoute]:
+    """The routes a server starts with: the same as :func:`all_routes`, in the same
+    order, except that the modules outside :data:`EAGER_MODULES` are imported at the
+    first request that reaches them (:class:`DeferredRoutes`)."""
+    routes: list[BaseRoute] = []
+    for module in ROUTE_MODULES:
+        if module in EAGER_MODULES:
+            routes += importlib.import_module(module).routes()
+        else:
+            routes.append(DeferredRoutes.of_module(module))
     return routes
 
 
@@ -91,7 +103,7 @@ def build_app(parts: Parts) -> Starlette:
     from appliance.web.last_resort import LastResort
 
     app = Starlette(
-        routes=all_routes(),
+        routes=served_routes(),
         exception_handlers={ApiError: _api_error, Refused: _refused,
                             HTTPException: _http_error},
         lifespan=lifespan,

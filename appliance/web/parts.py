@@ -11,6 +11,7 @@ handler asks a part to do something (``webhooks.try_now()``), never sets its fie
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 
@@ -25,9 +26,11 @@ from appliance.sending.expansion import CampaignExpander
 from appliance.sending.sender import Sender
 from appliance.smpp.lifecycle import SmppSessions
 from appliance.web.body_budget import BodyBudget
-from appliance.web.intake_process import ReportIntake
 from appliance.web.pages.sign_in_guard import SignInGuard
 from appliance.webhooks.delivery import WebhookDelivery
+
+if TYPE_CHECKING:  # imported by a server with an intake port only
+    from appliance.web.intake_process import ReportIntake
 
 
 @dataclass(frozen=True)
