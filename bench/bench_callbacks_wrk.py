@@ -13,6 +13,11 @@ With ``--two-process``, also the second-process intake prototype
 another), and the same two halves in one process (``lean-one``). Afterwards it
 checks that each stored at least as many reports as it answered 2xx. Medians of ``--runs`` runs.
 
+``--kind vonage``: the provider is a ``vonage`` one and every body a Vonage delivery
+receipt in JSON, signed as Vonage signs its webhooks (``sig`` over the other fields,
+HMAC-SHA256: ``bench_pg_scaling.signed_receipt``), instead of the ``http`` kind's
+header-signed report. The load average before and after is printed with the figures.
+
 Run: ``.venv/bin/python bench/bench_callbacks_wrk.py`` (needs Debian's ``wrk``).
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -27,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +62,15 @@ end
 """
 
 
-def write_bodies(path: Path, count: int, prefix: str) -> None:
+def write_bodies(path: Path, count: int, prefix: str, kind: str = "http") -> None:
+    if kind == "vonage":  # signed in the body: the header is sent, and not read
+        from bench.bench_pg_scaling import signed_receipt
+
+        stamp = int(time.time())
+        with path.open("w") as fh:
+            for i in range(count):
+                fh.write(f"-\t{signed_receipt(f'{prefix}{i:08d}', stamp)}\n")
+        return
     with path.open("w") as fh:
         for i in range(count):
             body = json.dumps({"ref": f"{prefix}{i:08d}", "status": "delivered",
@@ -99,6 +114,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--kind", choices=("http", "vonage"), default="http",
+                    help="the provider's kind, and so the bodies and their signature")
     ap.add_argument("--two-process", action="store_true",
                     help="also the second-process intake prototype (intake_two_process.py)")
     args = ap.parse_args()
@@ -109,8 +126,20 @@ def main() -> None:
         data_dir = tmp / "data"
         data_dir.mkdir()
         config = tmp / "appliance.toml"
-        config.write_text('[providers.gw]\nkind = "http"\nbase_url = "http://127.0.0.1:9"\n'
-                          f'secret = "{SECRET}"\n')
+        if args.kind == "vonage":
+            from bench.bench_pg_scaling import API_KEY, METHOD
+            from bench.bench_pg_scaling import SECRET as VONAGE_SECRET
+
+            config.write_text('[providers.gw]\nkind = "vonage"\n'
+                              'base_url = "http://127.0.0.1:9"\n'
+                              f'api_key = "{API_KEY}"\napi_secret = "unused"\n'
+                              f'signature_secret = "{VONAGE_SECRET}"\n'
+                              f'signature_method = "{METHOD}"\n')
+        else:
+            config.write_text('[providers.gw]\nkind = "http"\n'
+                              'base_url = "http://127.0.0.1:9"\n'
+                              f'secret = "{SECRET}"\n')
+        load_before = os.getloadavg()
         server = Server(data_dir, config=config).start()
         intake_dir = tmp / "intake"
         intake_dir.mkdir()
@@ -137,7 +166,7 @@ def main() -> None:
             for run in range(args.runs):
                 for name, url in targets.items():
                     bodies = tmp / f"bodies-{name}-{run}.txt"
-                    write_bodies(bodies, 150_000, f"W{run}{name[:2].upper()}")
+                    write_bodies(bodies, 150_000, f"W{run}{name[:2].upper()}", args.kind)
                     script = tmp / f"post-{name}-{run}.lua"
                     script.write_text(LUA % {"file": bodies})
                     results[name].append(run_wrk(url, script, args.seconds, args.connections))
@@ -161,8 +190,9 @@ def main() -> None:
     def med(name: str, key: str) -> float:
         return statistics.median(r[key] for r in results[name])
 
-    print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, median of {args.runs} runs,"
-          " synchronous=FULL")
+    print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, {args.kind} bodies, median of"
+          f" {args.runs} runs, synchronous=FULL; load average before {load_before},"
+          f" after {os.getloadavg()}")
     for name in targets:
         print(f"{name:10s} {med(name, 'rate'):9,.0f} req/s   p99 {med(name, 'p99_ms'):7.1f} ms"
               f"   non-2xx {sum(r['non2xx'] for r in results[name])}")
