@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from appliance.inbound.store import InboundRules
 from appliance.providers.registry import Providers
@@ -46,15 +47,11 @@ from appliance.smpp.id_memory import (
     save_shape,
 )
 from appliance.smpp.ids import IdEvidence, IdShape
-from appliance.smpp.intake import SessionIntake
-from appliance.smpp.transport import STOP_BUDGET_S, SmppTransport
-from appliance.smpp.uncertain import (
-    ORPHAN_BATCH,
-    Swept,
-    match_orphans,
-    orphans,
-    record_late_id,
-)
+
+if TYPE_CHECKING:
+    from appliance.smpp.intake import SessionIntake
+    from appliance.smpp.transport import SmppTransport
+    from appliance.smpp.uncertain import Swept
 
 log = logging.getLogger("appliance.smpp")
 LOOP = "smpp"
@@ -99,6 +96,11 @@ class SmppSessions:
         rules = InboundRules.from_settings(appliance.settings)
         store = appliance.store
         for name, (_, transport) in providers.sessions(build=True).items():
+            # The protocol's modules (the PDUs, smpp34) only where a session runs: a
+            # server without one answers its first request without them.
+            from appliance.smpp.intake import SessionIntake
+            from appliance.smpp.transport import SmppTransport
+
             if not isinstance(transport, SmppTransport):
                 continue
             intake = SessionIntake(name, store.writer, rules, appliance.now_ms,
@@ -171,6 +173,8 @@ class SmppSessions:
         pending = s.intake.pending
         if not pending.late:
             return
+        from appliance.smpp.uncertain import record_late_id
+
         todo, pending.late = pending.late, []
         now = self.appliance.now_ms()
         kept = []
@@ -196,6 +200,8 @@ class SmppSessions:
             s.passes_due = SWEEPS_AFTER_UNCERTAIN
             if s.pass_at is None:
                 s.pass_at = 0
+        from appliance.smpp.uncertain import ORPHAN_BATCH
+
         settings = s.transport.settings
         now = self.appliance.now_ms()
         before = now - int((settings.response_timeout_s + GRACE_EXTRA_S) * 1000)
@@ -214,6 +220,8 @@ class SmppSessions:
     async def _match(self, s: RunningSession, now: int, before: int,
                      after: int) -> Swept | None:
         """One batch of orphans after ``after``; ``None`` when there is none (read only)."""
+        from appliance.smpp.uncertain import match_orphans, orphans
+
         store = self.appliance.store
         if not await store.readers.run(lambda c: orphans(c, s.name, before, after, 1)):
             return None
@@ -232,6 +240,8 @@ class SmppSessions:
         """Start stopping every session, before the sender waits for its last batches
         (which the sessions' stop completes); the sender's close of the transports then
         waits for the sessions to have unbound."""
+        from appliance.smpp.transport import STOP_BUDGET_S
+
         budget = min(STOP_BUDGET_S, self.appliance.settings.shutdown_timeout_s / 4)
         for s in self.sessions.values():
             s.transport.stop_budget_s = budget

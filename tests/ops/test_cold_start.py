@@ -72,15 +72,19 @@ signature_secret = "vonage-signature-secret"
 
 # Deferred to their first use: the HTTP client that sends (aiohttp, with its certificate
 # store), phonenumbers (an import's first chunk, an inbound message), the console's
-# pages and templates, the API's larger modules, the SMPP status queries when no provider
-# speaks SMPP, the report intake's process when no intake port is set.
+# pages and templates, the API's larger modules, the SMPP protocol (sessions, PDUs,
+# smpp34) when no provider speaks SMPP, the report intake's process when no intake port
+# is set.
 DEFERRED = (
     "aiohttp",
     "jinja2",
     "appliance.web.pages.render",
     "appliance.web.api_campaigns",
     "appliance.web.openapi",
+    "smpp34",
     "appliance.smpp.pull",
+    "appliance.smpp.transport",
+    "appliance.smpp.intake",
     "phonenumbers",
     "appliance.web.intake_process",
 )
