@@ -188,6 +188,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--load-s", type=float, default=10.0)
     parser.add_argument("--binary", type=Path, default=ROOT / "dist" / "appliance")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="another build to start in turn with the others (the code before)")
     parser.add_argument("--cold-only", action="store_true",
                         help="only the cold starts (no RSS, no report flood)")
     args = parser.parse_args()
@@ -196,6 +198,8 @@ def main() -> None:
     size_mb = args.binary.stat().st_size / 1e6
     print(f"binary: {args.binary} {size_mb:.1f} MB; load average before: {os.getloadavg()}")
     variants = {"binary": [str(args.binary)], "venv": [sys.executable, "-m", "appliance"]}
+    if args.before is not None:
+        variants["before"] = [str(args.before)]
     results: dict[str, list[dict[str, float]]] = {k: [] for k in [*variants, "bare"]}
     passes: list[float] = []
     for _ in range(args.runs):  # interleaved, so all see the same machine
@@ -221,6 +225,9 @@ def main() -> None:
               f" CPU by then {cpu:.2f} s, {cpu / bare_cpu:.2f}x")
     b, v = med("binary", "cold_start_s"), med("venv", "cold_start_s")
     print(f"binary / venv: {b / v:.2f}x")
+    if args.before is not None:
+        print(f"binary / before: {b / med('before', 'cold_start_s'):.2f}x (CPU"
+              f" {med('binary', 'cold_cpu_s') / med('before', 'cold_cpu_s'):.2f}x)")
     if not args.cold_only:
         for key, label, unit in (("rss_idle_mb", "RSS at idle", "MB"),
                                  ("rss_load_mb", "RSS under the report flood (peak)", "MB"),
