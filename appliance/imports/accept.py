@@ -23,7 +23,6 @@ from typing import Any
 
 from appliance.config import ImportSettings
 from appliance.imports.lines import PayloadEncodingError, count_lines, decode_payload
-from appliance.imports.normalise import valid_region
 from appliance.refusals import Invalid, Malformed, TooLarge
 
 MAX_LIST_NAME = 100
@@ -49,6 +48,8 @@ def check_list_name(name: Any) -> str:
 def check_region(region: Any, default: str) -> str:
     if region is None or region == "":
         return default
+    from appliance.imports.normalise import valid_region  # phonenumbers: not at the start
+
     if not isinstance(region, str) or not valid_region(region):
         shown = repr(region if isinstance(region, str) else type(region).__name__)[:40]
         if isinstance(region, str) and len(region) == 2 and region.isascii() \

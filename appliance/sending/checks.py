@@ -15,8 +15,6 @@ from typing import Any
 
 from appliance.config import ProviderSettings, Settings
 from appliance.imports.accept import MAX_LIST_NAME
-from appliance.imports.normalise import Invalid as InvalidNumber
-from appliance.imports.normalise import normalise_msisdn
 from appliance.message_text.segments import Unsendable, check_sendable
 from appliance.refusals import Invalid
 from appliance.sending.campaigns import PRIORITIES, PRIORITY_HIGH
@@ -83,7 +81,11 @@ def check_provider(settings: Settings, value: Any) -> str:
 
 
 def check_to(settings: Settings, value: Any, field: str = "to") -> str:
-    """A recipient as E.164 (the default region applies); the refusal names ``field``."""
+    """A recipient as E.164 (the default region applies); the refusal names ``field``.
+    (phonenumbers is imported by the first one, not with the server.)"""
+    from appliance.imports.normalise import Invalid as InvalidNumber
+    from appliance.imports.normalise import normalise_msisdn
+
     if not isinstance(value, str) or len(value) > MAX_MSISDN_CHARS:
         raise Invalid("invalid_to", f"'{field}' must be a phone number string")
     found = normalise_msisdn(value, settings.imports.default_region)
