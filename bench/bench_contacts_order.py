@@ -43,7 +43,7 @@ def numbers_by_line_windows(lines: int, window: int) -> list[Rows]:
         chunk = parse_chunk(1, text, line, offset, window, "TR", seen)
         outcome = Window(1, line)
         outcome.add(chunk)
-        windows.append(outcome.contacts)
+        windows.append(list(outcome.names.items()))
         line, offset, seen = chunk.to_processed, chunk.to_offset, seen + len(chunk.rows)
     return windows
 

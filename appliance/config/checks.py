@@ -31,6 +31,9 @@ def validate(s: Settings) -> None:
                           " another, or 0 to serve callbacks on the server's port only")
     if s.imports.chunk_lines < 1:
         raise ConfigError("[import] chunk_lines: must be at least 1")
+    for name in ("parser_processes", "memory_limit_mb"):
+        if getattr(s.imports, name) < 0:
+            raise ConfigError(f"[import] {name}: must be 0 (automatic) or more")
     if s.read_connections < 1:
         raise ConfigError("read_connections: must be at least 1")
     if s.sending.default_provider and s.sending.default_provider not in s.providers:

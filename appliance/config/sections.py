@@ -20,6 +20,11 @@ class ImportSettings:
     payload_retention_days: float = 7.0
     job_retention_days: float = 90.0
     stuck_after_s: float = 600.0
+    # Parser processes for a large import; 0: one a core beside the server's, two at
+    # most. Either way no more than the memory allows (appliance.imports.parser_budget).
+    parser_processes: int = 0
+    # The memory the appliance may use, in MB; 0: the cgroup's limit, if it has one.
+    memory_limit_mb: int = 0
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,15 @@
 The chunk parser (:func:`appliance.imports.chunk.parse_chunk`) is a pure function of a
 slice of the payload's text. For a large job the worker hands the parsing to child
 processes (``multiprocessing``, ``spawn``: the same in the frozen binary, where
-``build/entry.py`` calls ``freeze_support``): each reads the stored payload itself
-through a read-only connection, decodes it once, and parses windows of lines from the
-position it was given, while the server's writer commits the parts before.
+``build/entry.py`` calls ``freeze_support``; what a child runs and imports is
+:mod:`appliance.imports.parser_child`): each reads the stored payload itself through a
+read-only connection, a piece at a time, decoding it as it goes, and parses windows of
+lines from the position it was given, while the server's writer commits the parts
+before. How many children there are follows the cores and the memory the machine
+allows (:mod:`appliance.imports.parser_budget`).
 
 **Windows.** A large job is read :data:`WINDOW_CHUNKS` chunks of lines at a time (a
-window, 100,000 lines by default). A window's distinct numbers are sorted and sent in
+window, 50,000 lines by default). A window's distinct numbers are sorted and sent in
 parts of ``chunk_lines`` numbers (:class:`ParsedChunk`), so the contacts index takes
 each part as a run of neighbouring keys: a part's commit writes a few pages of the
 index instead of one page a row, which is what bounds an import into a large list.
@@ -23,7 +26,8 @@ guarded by the job's position, its window and how many of the window's numbers a
 job while it is part-way), so a child that dies, a server killed with ``kill -9`` or a
 job cancelled meanwhile cost at most a window parsed again, and the parts already in
 are skipped. Small jobs are parsed in a worker thread (:class:`LocalParser`), a window
-of one chunk at a time: starting a process is not worth it for them.
+of one chunk at a time: starting a process is not worth it for them; so are large ones
+when the memory allows no child (the payload read a piece at a time there too).
 """
 
 from __future__ import annotations
@@ -31,118 +35,31 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
-import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from multiprocessing.connection import Connection
 from typing import Any
 
 import anyio.to_thread
 
-from appliance.imports.lines import PayloadEncodingError, decode_payload
+from appliance.imports import parser_child
+from appliance.imports.lines import PayloadEncodingError
+from appliance.imports.parser_child import FORGET, STOP, Opened
+from appliance.imports.parser_launch import ParserProcess
+from appliance.imports.payload_stream import (
+    PayloadVanished,
+    StreamedText,
+    check_payload,
+)
 from appliance.imports.windows import Parsed, ParsedChunk, PayloadGone, Request, parts_of
 
 log = logging.getLogger("appliance.imports")
 # Jobs of at least this many lines are parsed in child processes.
 PROCESS_MIN_LINES = 20_000
-WINDOW_CHUNKS = 50  # a child's window: this many chunks of lines (100,000 by default)
+WINDOW_CHUNKS = 25  # a child's window: this many chunks of lines (50,000 by default)
 AHEAD = 4  # parts the server keeps read from each child, beyond the pipe's own buffer
 _POLL_S = 5.0  # how often a wait for a child checks that it is still there
-STOP = "stop"  # sent to a child: drop the current request
-FORGET = "forget"  # sent to a child: drop the current request and the text it keeps
-NICENESS = 10  # added to a child's nice value
-
-
-def parser_processes() -> int:
-    """Children for a large import: one a core beside the server's, at least one, two
-    at most (past that the writer's core is the bound)."""
-    return max(1, min(2, (os.cpu_count() or 1)))
-
-
-def _load_text(db_path: str, job_id: int) -> str | None:
-    """The job's payload, read from the SQLite file at ``db_path`` or, when it is a
-    ``postgresql://`` URL, from that database."""
-    from appliance.imports.import_job import load_payload
-
-    if db_path.startswith(("postgresql://", "postgres://")):
-        from appliance.store import pg_store
-        from appliance.store.pg import PgConnection
-
-        pg = PgConnection.connect(db_path, application_name="appliance-import-parser")
-        try:
-            payload = pg_store.in_snapshot(pg, lambda c: load_payload(c, job_id))
-        finally:
-            pg.close()
-        return None if payload is None else decode_payload(payload)
-    from appliance.store.readers import in_snapshot
-    from appliance.store.schema import open_connection
-
-    conn = open_connection(db_path, readonly=True)
-    try:
-        payload = in_snapshot(conn, lambda c: load_payload(c, job_id))
-    finally:
-        conn.close()
-    return None if payload is None else decode_payload(payload)
-
-
-def _child(commands: Connection, results: Connection, db_path: str) -> None:
-    """The child's loop: parse what it is asked to, until the server goes away.
-
-    It runs at a lower priority (``nice`` +:data:`NICENESS`): on a busy machine the
-    server's event loop and writer come first, so an import never slows the API or the
-    report intake for long; on an idle one the parsers still have the cores."""
-    with contextlib.suppress(OSError, AttributeError):
-        os.nice(NICENESS)
-    texts: dict[int, str] = {}
-    try:
-        while True:
-            request: Request | str | None = commands.recv()
-            if request is None:
-                return
-            if request == STOP:  # the job was cancelled or moved: wait for the next one
-                continue
-            if request == FORGET:  # no job to parse: give the text's memory back
-                if texts:
-                    texts.clear()
-                    _trim_heap()
-                continue
-            assert isinstance(request, Request)
-            _serve(request, texts, db_path, commands, results)
-    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
-        return  # the server stopped (or was killed): nothing of ours to finish
-
-
-def _trim_heap() -> None:
-    """Hand the freed heap back to the system (glibc keeps it otherwise); elsewhere a
-    no-op."""
-    with contextlib.suppress(OSError, AttributeError, ImportError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _serve(request: Request, texts: dict[int, str], db_path: str, commands: Connection,
-           results: Connection) -> None:
-    """Send the request's parts, the job's text loaded first unless ``texts`` has it
-    (a function of its own, so that no local keeps the text once ``texts`` lets go)."""
-    try:
-        text = texts.get(request.job_id)
-        if text is None:
-            found = _load_text(db_path, request.job_id)
-            if found is None:
-                results.send((request.number, PayloadGone()))
-                return
-            texts.clear()  # one job at a time: keep only its text
-            text = texts[request.job_id] = found
-    except PayloadEncodingError as exc:
-        results.send((request.number, exc))
-        return
-    for part in parts_of(request, text):
-        if commands.poll():  # a new request (or the end) supersedes this one
-            return
-        results.send((request.number, part))
 
 
 class _Child:
@@ -152,9 +69,9 @@ class _Child:
         ctx = multiprocessing.get_context("spawn")
         commands_child, self.commands = ctx.Pipe(duplex=False)
         self.results, results_child = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=_child,
-                                args=(commands_child, results_child, db_path),
-                                name=f"appliance-import-parser-{index}", daemon=True)
+        self.proc = ParserProcess(target=parser_child.child,
+                                  args=(commands_child, results_child, db_path),
+                                  name=f"appliance-import-parser-{index}", daemon=True)
         self.proc.start()
         commands_child.close()
         results_child.close()
@@ -274,35 +191,50 @@ class ChildGone(RuntimeError):
 
 
 class LocalParser:
-    """The same interface, parsing in a worker thread of this process."""
+    """The same interface, parsing in a worker thread of this process, the payload read
+    a piece at a time as in a child."""
 
-    def __init__(self, load_text: Any) -> None:
-        self._load_text = load_text  # job id -> decoded text or None (may raise)
+    def __init__(self, open_payload: Callable[[int], Opened | None]) -> None:
+        self._open = open_payload  # job id -> the payload opened, or None
         self._request: Request | None = None
         self._parts: Iterator[ParsedChunk] | None = None
-        self._text: str | None = None
+        self._text: StreamedText | None = None
+        self._close: Callable[[], None] | None = None
         self._text_job: int | None = None
 
     def start(self, request: Request) -> None:
         self._request = replace(request, stride=1, phase=0)
         self._parts = None
         if self._text_job != request.job_id:
-            self._text = self._text_job = None
+            self._drop()
+
+    def _drop(self) -> None:
+        close, self._close = self._close, None
+        self._text = self._text_job = None
+        if close is not None:
+            close()
 
     def _parse(self) -> Parsed:
         request = self._request
         assert request is not None
-        if self._text is None:
-            try:
-                text = self._load_text(request.job_id)
-            except PayloadEncodingError as exc:
-                return exc
-            if text is None:
-                return PayloadGone()
-            self._text, self._text_job = text, request.job_id
-        if self._parts is None:
-            self._parts = parts_of(request, self._text)
-        part = next(self._parts, None)
+        try:
+            if self._text is None:
+                opened = self._open(request.job_id)
+                if opened is None:
+                    return PayloadGone()
+                read, size, self._close = opened
+                self._text_job = request.job_id
+                check_payload(read, size)
+                self._text = StreamedText(read, size)
+            if self._parts is None:
+                self._parts = parts_of(request, self._text)
+            part = next(self._parts, None)
+        except PayloadEncodingError as exc:
+            self._drop()
+            return exc
+        except PayloadVanished:
+            self._drop()
+            return PayloadGone()
         assert part is not None, "asked for a part past the end of the job"
         return part
 
@@ -311,7 +243,7 @@ class LocalParser:
 
     def stop(self, forget: bool = True) -> None:
         self._request = self._parts = None
-        self._text = self._text_job = None
+        self._drop()
 
     def close(self) -> None:
         self.stop()

@@ -14,11 +14,13 @@ parsers, window ``k`` is parsed by parser ``k % stride``; the others step over i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from appliance.imports.chunk import REJECT_LINE_KEEP, Chunk, parse_chunk
 from appliance.imports.lines import PayloadEncodingError, iter_lines, parse_line, skip_lines
+from appliance.imports.payload_stream import WholeText
 
 
 @dataclass(frozen=True)
@@ -56,53 +58,51 @@ class ParsedChunk:
 class Window:
     """A window's outcome, gathered chunk by chunk: each distinct number once with the
     name of its first line and how many more lines repeat it (the lines themselves are
-    not kept), the rejected lines, the blank and header lines."""
+    not kept), the rejected lines, the blank and header lines.
 
-    def __init__(self, job_id: int, line: int) -> None:
+    Kept compact, since a parser holds a whole window's (50,000 lines by default):
+    the numbers are the keys of one dict, in the lines' order, whose values are the
+    names, and only a repeated number has an entry in ``repeats``; no tuple or index
+    is made per number until a part of ``chunk_lines`` of them is sent."""
+
+    def __init__(self, job_id: int, line: int, base: int = 0) -> None:
         self.job_id, self.from_processed = job_id, line
+        self.base = base  # the whole text's offset of the chunks' text's first character
         self.to_processed, self.to_offset = line, 0
-        self.index: dict[str, int] = {}
-        self.contacts: list[tuple[str, str | None]] = []
-        self.repeats: list[int] = []
+        self.names: dict[str, str | None] = {}
+        self.repeats: dict[str, int] = {}
         self.rejects: list[tuple[int, str, str, int]] = []
         self.blank = self.header = 0
 
     def add(self, chunk: Chunk) -> None:
-        index, contacts, repeats = self.index, self.contacts, self.repeats
+        names, repeats = self.names, self.repeats
         for row in chunk.rows:
+            msisdn = row.msisdn
             if row.header:
                 self.header += 1
-            elif row.msisdn is None:
+            elif msisdn is None:
                 self.rejects.append((row.line_number, row.line[:REJECT_LINE_KEEP], row.reason,
                                      max(row.line_length, len(row.line))))
+            elif msisdn in names:
+                repeats[msisdn] = repeats.get(msisdn, 0) + 1
             else:
-                at = index.get(row.msisdn)
-                if at is None:
-                    index[row.msisdn] = len(contacts)
-                    contacts.append((row.msisdn, row.name))
-                    repeats.append(0)
-                else:
-                    repeats[at] += 1
+                names[msisdn] = row.name
         self.blank += chunk.blank
-        self.to_processed, self.to_offset = chunk.to_processed, chunk.to_offset
+        self.to_processed, self.to_offset = chunk.to_processed, self.base + chunk.to_offset
 
-    def parts(self, part_size: int, skip: int = 0) -> list[ParsedChunk]:
+    def parts(self, part_size: int, skip: int = 0) -> Iterator[ParsedChunk]:
         """Parts of ``part_size`` of the distinct numbers, sorted (a window of one part
         keeps the lines' order), leaving out the first ``skip`` (applied already)."""
-        contacts, repeats = self.contacts, self.repeats
+        names, repeats = self.names, self.repeats
         size = max(1, part_size)
-        if len(contacts) > size or skip:
-            order = sorted(range(len(contacts)), key=lambda i: contacts[i][0])
-            contacts = [contacts[i] for i in order]
-            repeats = [repeats[i] for i in order]
-        parts: list[ParsedChunk] = []
-        for start in range(skip, len(contacts), size):
-            last = start + size >= len(contacts)
-            parts.append(self.part(contacts[start:start + size], repeats[start:start + size],
-                                   start, last))
-        if not parts:  # no numbers (or all of them in): the last part is the rest
-            parts.append(self.part([], [], len(contacts), True))
-        return parts
+        order = sorted(names) if len(names) > size or skip else list(names)
+        for start in range(skip, len(order), size):
+            numbers = order[start:start + size]
+            yield self.part([(msisdn, names[msisdn]) for msisdn in numbers],
+                            [repeats.get(msisdn, 0) for msisdn in numbers], start,
+                            start + size >= len(order))
+        if skip >= len(order):  # no numbers (or all of them in): the last part is the rest
+            yield self.part([], [], len(order), True)
 
     def part(self, contacts: list[tuple[str, str | None]], repeats: list[int],
              done_before: int, last: bool) -> ParsedChunk:
@@ -144,31 +144,55 @@ class PayloadGone(LookupError):
 Parsed = ParsedChunk | PayloadEncodingError | PayloadGone
 
 
-def parts_of(request: Request, text: str) -> Iterator[ParsedChunk]:
-    """The request's parts that are this parser's, in order, to the end of the job."""
+class TextSource(Protocol):
+    """Where a parser's text comes from: the whole text (:class:`WholeText`) or the
+    payload decoded as it is needed (:class:`appliance.imports.payload_stream.StreamedText`)."""
+
+    def lines(self, offset: int, count: int) -> tuple[str, int]:
+        """``(text, base)``: ``text[offset - base:]`` holds ``count`` whole lines from
+        character ``offset`` of the whole text on (or all that is left)."""
+        ...
+
+
+def parts_of(request: Request, text: str | TextSource,
+             between_windows: Callable[[], None] | None = None) -> Iterator[ParsedChunk]:
+    """The request's parts that are this parser's, in order, to the end of the job.
+
+    A window is parsed in the text ``text.lines`` gives for it, with offsets into
+    that text (``base`` before it), and the parts carry offsets into the whole text.
+    ``between_windows`` is called once a window's parts are all taken and the window
+    let go (a parser process gives its heap back there)."""
+    source = WholeText(text) if isinstance(text, str) else text
     line, offset, seen = request.line, request.offset, request.entries_seen
     first_to, skip = request.first_to, request.skip
     turn = 0
     while True:
         size = max(1, first_to - line) if first_to is not None else request.window_lines
+        held, base = source.lines(offset, size)
         if turn % request.stride != request.phase:
-            line, offset, seen = _step_over(text, line, offset, seen, size)
+            line, local, seen = _step_over(held, line, offset - base, seen, size)
+            offset = base + local
             if line >= request.total:
                 return  # the job ends in a window of another child's
         else:
-            window = Window(request.job_id, line)
+            window = Window(request.job_id, line, base)
             end = line + size
+            local = offset - base
             while True:  # chunk by chunk, so that only the window's numbers are kept
-                chunk = parse_chunk(request.job_id, text, line, offset,
+                chunk = parse_chunk(request.job_id, held, line, local,
                                     min(request.chunk_lines, end - line), request.region, seen)
                 window.add(chunk)
                 moved = chunk.to_processed != line
-                line, offset, seen = chunk.to_processed, chunk.to_offset, seen + len(chunk.rows)
+                line, local, seen = chunk.to_processed, chunk.to_offset, seen + len(chunk.rows)
                 if not moved or line >= end or line >= request.total:
                     break
+            offset = base + local
             yield from window.parts(request.chunk_lines, skip)
             if line >= request.total or window.to_processed == window.from_processed:
                 return
+            del window
+            if between_windows is not None:
+                between_windows()
         first_to, skip = None, 0
         turn += 1
 

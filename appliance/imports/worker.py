@@ -22,24 +22,25 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from appliance import heap
 from appliance.imports.apply_window import apply_parsed
 from appliance.imports.import_job import (
     ImportJob,
     JobMoved,
     claim_runnable,
     fail_job,
-    load_payload,
     next_runnable,
 )
-from appliance.imports.lines import PayloadEncodingError, decode_payload
+from appliance.imports.lines import PayloadEncodingError
 from appliance.imports.parse_process import (
     PROCESS_MIN_LINES,
     WINDOW_CHUNKS,
     ChildGone,
     ChildParser,
     LocalParser,
-    parser_processes,
 )
+from appliance.imports.parser_budget import parser_processes
+from appliance.imports.parser_child import Opened, open_payload
 from appliance.imports.windows import ParsedChunk, PayloadGone, Request
 from appliance.runtime import Runtime
 from appliance.scheduler import Wake
@@ -76,35 +77,45 @@ class ImportWorker:
     def __init__(self, appliance: Runtime) -> None:
         self.appliance = appliance
         self.rate = ImportRate()
-        self.local = LocalParser(self._load_text)
+        self.local = LocalParser(self._open_payload)
         self.child: ChildParser | None = None
+        self.processes = parser_processes(appliance.settings.imports)
         # (job id, next line) the parser is working towards, when it is still going.
         self._streaming: tuple[int, int] | None = None
         self._parser: ChildParser | LocalParser = self.local
+        self._job: int | None = None  # the job the parser was last started on
+        self._given_back: int | None = None  # the last job after whose accept it gave back
         self._committed = 0
 
-    def _load_text(self, job_id: int) -> str | None:
-        payload = self.appliance.store.readers.call(lambda c: load_payload(c, job_id))
-        return None if payload is None else decode_payload(payload)
+    def _database(self) -> str:
+        settings = self.appliance.settings
+        return settings.database_url or str(settings.db_path)
+
+    def _open_payload(self, job_id: int) -> Opened | None:
+        return open_payload(self._database(), job_id)
+
+    def _small(self, job: ImportJob) -> bool:
+        return job.window_to is None and job.total - job.processed < PROCESS_MIN_LINES
 
     def _parser_for(self, job: ImportJob) -> ChildParser | LocalParser:
-        if job.window_to is None and job.total - job.processed < PROCESS_MIN_LINES:
+        if self._small(job) or self.processes == 0:  # or no memory for a parser process
             return self.local
         if self.child is None:
-            settings = self.appliance.settings
-            self.child = ChildParser(settings.database_url or str(settings.db_path),
-                                     parser_processes())
+            self.child = ChildParser(self._database(), self.processes)
         return self.child
 
     def _start(self, job: ImportJob) -> None:
         if self._streaming == (job.id, job.processed):
             return  # the parser is already on its way from here
         self._parser.stop()
-        self._parser = self._parser_for(job)
+        self._parser, self._job = self._parser_for(job), job.id
         chunk_lines = self.appliance.settings.imports.chunk_lines
         window = chunk_lines
-        if self._parser is self.child:  # windows enough for each child to have two
-            share = (job.total - job.processed) // (4 * self.child.processes)
+        if not self._small(job):
+            # windows enough for each parser to have two (a large job parsed in the
+            # thread, for want of memory, is read in windows too: one parser's)
+            parsers = self.child.processes if self.child and self._parser is self.child else 1
+            share = (job.total - job.processed) // (4 * parsers)
             window = max(chunk_lines, min(chunk_lines * WINDOW_CHUNKS, share))
         self._parser.start(Request(0, job.id, job.region, job.resume_line, job.text_offset,
                                    job.entries_seen, chunk_lines, job.total, window,
@@ -113,7 +124,9 @@ class ImportWorker:
 
     def _forget(self) -> None:
         self._parser.stop(forget=True)
-        self._streaming = None
+        if self._job is not None:
+            heap.give_back()  # the job's parts, parsed or applied, are gone
+        self._streaming = self._job = None
 
     async def step(self) -> float | None:
         """Advance the oldest unfinished job for up to STEP_S; 0 when more work waits."""
@@ -175,6 +188,11 @@ class ImportWorker:
         finally:
             moved = await self._drain(applying)
             self.rate.add(self._committed - job.processed, time.perf_counter() - started)
+        if self._committed > job.processed and self._given_back != job.id:
+            # Parts of the job are in: the accept that stored its payload has long
+            # returned, so the pieces it held are free. Give their heap back, once a job.
+            heap.give_back()
+            self._given_back = job.id
         if moved or window_from >= job.total:
             self._forget()
         return 0

@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from appliance.imports.parse_process import PROCESS_MIN_LINES, parser_processes
+from appliance.imports.parse_process import PROCESS_MIN_LINES
+from appliance.imports.parser_budget import parser_processes
 from tests.harness import Server, create_account, db_rows, wait_for
 from tests.imports.corpus import make_corpus
 

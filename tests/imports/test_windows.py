@@ -22,7 +22,7 @@ from appliance.imports.import_job import (
     get_job,
 )
 from appliance.imports.lines import iter_lines, skip_lines
-from appliance.imports.parse_process import parser_processes
+from appliance.imports.parser_budget import parser_processes
 from appliance.imports.windows import ParsedChunk, Request, parts_of
 from appliance.store import Store
 from tests.harness import Server, create_account, wait_for
