@@ -129,19 +129,22 @@ class ProviderHealth:
         return max(0.5, min(30.0, self.appliance.settings.sending.health_deliver_within_s / 10))
 
     async def judge_step(self) -> float | None:
-        """Judge every provider of a route; lower or restore those whose verdict
-        changed (one write unit), then read the verdicts back."""
+        """Judge every provider of a route (a read unit, beside the writer); lower or
+        restore those whose verdict changed (a small write unit), then read the verdicts
+        back."""
         s = self.appliance.settings.sending
         now = self.appliance.now_ms()
         window = int(s.health_window_s * 1000)
         within = {n: self.within_ms(n) for n in self.names}
+        judged = await self.appliance.store.readers.run(
+            lambda c: {n: judge(c, n, now, window, within[n]) for n in self.names})
+        self.figures = judged
 
         def unit(c: Connection) -> list[tuple[Figures, bool]]:
             before = lowered(c)
             changes: list[tuple[Figures, bool]] = []
             for name in self.names:
-                f = judge(c, name, now, window, within[name])
-                self.figures[name] = f
+                f = judged[name]
                 was = before.get(name)
                 bad = f.late_share > s.health_undelivered_above
                 if was is None and bad and f.judged >= s.health_min_messages:
