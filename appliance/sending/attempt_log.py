@@ -3,7 +3,10 @@
 ``messages.attempts_log`` holds one line per attempt or move,
 ``provider<TAB>outcome<TAB>epoch ms``, appended by the very update that records the
 outcome (``attempts_log = coalesce(attempts_log, '') || ?``): no row of its own, no
-statement more on the sender's path. ``GET /api/messages/{ref}`` shows it as
+statement more on the sender's path. The attempt the provider took is not written: the
+message's ``submitted_at`` and ``provider`` are that entry (a message is taken once, and
+never moves after), so a message taken at its first try writes exactly what it wrote
+before routes. ``GET /api/messages/{ref}`` shows them together as
 ``attempts_by_provider``: ``[{"provider", "outcome", "at"}]``, oldest first.
 
 Outcomes: ``accepted``, ``retry``, ``rejected``, ``uncertain`` (what the provider's
@@ -42,8 +45,19 @@ def outcome_word(outcome: Outcome) -> str:
     return outcome.result.value.lower()
 
 
-def attempts_by_provider(log: Any) -> list[dict[str, Any]]:
-    """The log as the API shows it (an empty list for a message without one)."""
+def attempts_by_provider(log: Any, provider: str | None = None,
+                         submitted_at: int | None = None) -> list[dict[str, Any]]:
+    """The log as the API shows it, with the attempt ``provider`` took at
+    ``submitted_at`` (when it did, and the log does not say it already), oldest first."""
+    out = _entries(log)
+    if provider is not None and submitted_at is not None and not any(
+            a["outcome"] == ACCEPTED for a in out):
+        out.append({"provider": provider, "outcome": ACCEPTED, "at": int(submitted_at)})
+        out.sort(key=lambda a: int(a["at"]))  # stable: the taken try after its millisecond's
+    return out
+
+
+def _entries(log: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for line in str(log or "").splitlines():
         provider, _, rest = line.partition("\t")
@@ -55,5 +69,4 @@ def attempts_by_provider(log: Any) -> list[dict[str, Any]]:
 
 def left(log: Any) -> frozenset[str]:
     """The providers the message has failed over from (it never goes back to one)."""
-    return frozenset(a["provider"] for a in attempts_by_provider(log)
-                     if a["outcome"] == FAILED_OVER)
+    return frozenset(a["provider"] for a in _entries(log) if a["outcome"] == FAILED_OVER)

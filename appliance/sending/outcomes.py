@@ -67,15 +67,19 @@ def backoff_ms(attempts: int, rng: random.Random | None = None) -> int:
     return int((base + jitter) * 1000)
 
 
-# One statement for every outcome, so a batch is one executemany. Guarded by SENDING: a
-# state set by anything else is never overwritten.
-_RECORD_MESSAGE = (
+# One statement for every outcome of a kind, so a batch is one executemany a kind.
+# Guarded by SENDING: a state set by anything else is never overwritten. An attempt the
+# provider took is not added to the message's log (ROUTE-3): its submitted_at and
+# provider say it (appliance.sending.attempt_log), so the common case writes what it did
+# before; every other outcome is appended.
+_SET_OUTCOME = (
     "UPDATE messages SET state = ?, error = ?, error_kind = ?,"
     " next_attempt_at = coalesce(?, next_attempt_at),"
     " provider_msg_id = coalesce(?, provider_msg_id), submitted_at = coalesce(submitted_at, ?),"
-    " finalised_at = coalesce(finalised_at, ?), updated_at = ?, " + APPEND_SQL +
-    " WHERE id = ? AND state = 'SENDING'"
+    " finalised_at = coalesce(finalised_at, ?), updated_at = ?"
 )
+_RECORD_MESSAGE = _SET_OUTCOME + " WHERE id = ? AND state = 'SENDING'"
+_RECORD_LOGGED = _SET_OUTCOME + ", " + APPEND_SQL + " WHERE id = ? AND state = 'SENDING'"
 # A part row is written once per attempt that tried it: new, or a part left to send.
 # A part the provider has (or may have) is never overwritten by the sender.
 RECORD_PART = (
@@ -274,7 +278,11 @@ def record_outcomes(
         groups.setdefault(kind, []).append(row)
     counts = {"submitted": 0, "retry": 0, "rejected": 0, "uncertain": 0}
     for kind, rows in groups.items():
-        counts[kind] = executemany_changes(conn, _RECORD_MESSAGE, rows)
+        if kind == "submitted":  # taken: the log's entry is its submitted_at
+            counts[kind] = executemany_changes(conn, _RECORD_MESSAGE,
+                                               [(*r[:-2], r[-1]) for r in rows])
+        else:
+            counts[kind] = executemany_changes(conn, _RECORD_LOGGED, rows)
     id_pairs = [(p, pid) for p, pid, _ref, _part in batch.mapped]
     applied = apply_waiting_for_refs(conn, refs, now_ms, id_pairs, provider=provider) \
         if refs else 0

@@ -56,7 +56,8 @@ def message_json(m: msgs.Message, history: list[msgs.HistoryEntry] | None = None
         "expires_at": iso(m.expires_at),
         "route": m.route,
         "attempts_by_provider": [{**a, "at": iso(a["at"])}
-                                 for a in attempts_by_provider(m.attempts_log)],
+                                 for a in attempts_by_provider(m.attempts_log, m.provider,
+                                                               m.submitted_at)],
     }
     if history is not None:
         out["history"] = [
