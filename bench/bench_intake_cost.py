@@ -143,8 +143,8 @@ def main() -> None:
         writer = appliance.store.writer
         real = writer.run
 
-        async def no_write(unit: Any) -> Receipt:
-            return Receipt(1, filed=1, waiting=["X"])
+        async def no_write(unit: Any) -> tuple[Receipt, None]:  # as receive_push answers
+            return Receipt(1, filed=1, waiting=["X"]), None
 
         writer.run = no_write  # type: ignore[method-assign,assignment]
         results["the same without the write (unit, writer, commit)"] = await median_of_3(app, n)

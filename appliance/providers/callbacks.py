@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from appliance.config import ProviderSettings
 from appliance.states import REPORTED_FINAL_STATES, REPORTED_INTERMEDIATE_STATES
@@ -32,13 +32,19 @@ from .outcome import short
 
 @dataclass(frozen=True)
 class CallbackRequest:
-    """A callback exactly as it reached the HTTP layer."""
+    """A callback exactly as it reached the HTTP layer.
+
+    ``derived``: what an adapter read from it once and needs again for the same
+    request (Vonage's parameters: read for the signature, the reports and the signed
+    age), so that a callback's body is parsed once, not once for each; an adapter keys
+    its own entries and never changes an entry's value once made."""
 
     method: str
     url: str
     query: str
     headers: Mapping[str, str]
     body: bytes
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

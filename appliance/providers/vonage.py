@@ -62,11 +62,11 @@ SIGNATURE_METHODS = ("md5hash", "md5", "sha1", "sha256", "sha512")
 
 def vonage_signature(params: Mapping[str, str], secret: str, method: str) -> str:
     """Vonage's signature over ``params`` (``sig`` ignored), as lower-case hex."""
-    signed = "".join(
+    signed = "".join([
         f"&{key}={value.replace('&', '_').replace('=', '_')}"
         for key, value in sorted(params.items())
         if key != "sig"
-    )
+    ])
     if method == "md5hash":
         return hashlib.md5((signed + secret).encode("utf-8")).hexdigest()
     if method not in SIGNATURE_METHODS:
@@ -123,6 +123,10 @@ DLR_STATES = {
 }
 
 _SCTS = re.compile(r"[0-9]{10}(?:[0-9]{2})?")
+# ``message-timestamp`` as Vonage writes it, read without ``strptime`` (which costs a
+# tenth of a receipt's parsing); anything else goes to ``strptime`` as before.
+_STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})")
+_PARAMS = "vonage.params"  # this adapter's entry in CallbackRequest.derived
 
 
 def dlr_time_ms(params: Mapping[str, str]) -> int:
@@ -134,7 +138,12 @@ def dlr_time_ms(params: Mapping[str, str]) -> int:
     stamp = params.get("message-timestamp", "").strip()
     if stamp:
         try:
-            dt = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+            exact = _STAMP.fullmatch(stamp)
+            if exact is not None:  # what strptime would read, for the usual shape
+                y, mo, d, h, mi, sec = (int(g) for g in exact.groups())
+                dt = datetime(y, mo, d, h, mi, sec, tzinfo=UTC)
+            else:
+                dt = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
             return int(dt.timestamp() * 1000)
         except ValueError:
             pass
@@ -304,7 +313,15 @@ class VonageAdapter(ProviderAdapter):
     # -- callbacks ---------------------------------------------------------------------
 
     def webhook_params(self, req: CallbackRequest) -> dict[str, str]:
-        """The receipt's fields from a GET query, a form POST or a JSON POST."""
+        """The receipt's fields from a GET query, a form POST or a JSON POST, read once
+        per request (``CallbackRequest.derived``): the signature, the reports and the
+        signed age all read them. The same dict each time: read it, never change it."""
+        params: dict[str, str] | None = req.derived.get(_PARAMS)
+        if params is None:
+            params = req.derived[_PARAMS] = self._read_params(req)
+        return params
+
+    def _read_params(self, req: CallbackRequest) -> dict[str, str]:
         if req.method.upper() == "GET" or not req.body:
             return unique_params(parse_form(req.query))
         ctype = content_type(req.headers)

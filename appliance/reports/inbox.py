@@ -60,8 +60,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def storable(reports: list[InboxReport]) -> bool:
     """No text field holds a lone surrogate (``"x\\ud800"`` in JSON): neither SQLite nor
     PostgreSQL can store it as text, so such a report is kept raw, not filed."""
-    return not any(isinstance(v, str) and _SURROGATE.search(v) is not None
-                   for r in reports for v in vars(r).values())
+    texts = [v for r in reports for v in vars(r).values() if isinstance(v, str)]
+    return _SURROGATE.search("\x00".join(texts)) is None  # one search: a report a callback
 
 
 def from_parsed(provider: str, parsed: ParsedReport, source: str = "callback") -> InboxReport:
