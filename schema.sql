@@ -250,10 +250,6 @@ CREATE UNIQUE INDEX messages_duplicate_today ON messages (dup_key)
 -- IYS-2: the messages a provider refused for İYS, by creation time (few: the dashboard
 -- counts them without reading the others).
 CREATE INDEX messages_refused_kind ON messages (created_at) WHERE error_kind IS NOT NULL;
--- ROUTE-3: a provider's messages by submission time (its live delivery, judged by
--- appliance/sending/provider_health.py); written once a message, when first taken.
-CREATE INDEX messages_submitted ON messages (provider, submitted_at)
-    WHERE submitted_at IS NOT NULL;
 
 -- MSG-3/4: one row per part the provider reports on separately (Vonage: one per SMS
 -- part, each with its own id; Twilio, Infobip: one, their id covers every part). Written

@@ -9,6 +9,14 @@ the last ``health_window_s`` that have had ``health_deliver_within_s`` to be del
 by pulls (ROUTE-2) hears of a delivery only when it asks, ``pull_after_s`` after the
 submission at the soonest: it gets that much more (its pull window).
 
+Which messages were submitted when is what the sender itself recorded
+(:meth:`ProviderHealth.submitted`, kept in memory: the latest 5,000 a provider); the
+judge reads their states by id. So the sender's write path carries no index more for
+it. With several processes on PostgreSQL the process that judges sees its own
+submissions: a share of every provider's traffic, which the rule judges as a sample;
+after a restart a provider is judged again once it has new submissions, its verdict
+kept meanwhile.
+
 A lowered provider is tried after the others by its routes
 (:class:`appliance.sending.routes.RouteTable`), but keeps 1 message in
 ``health_trickle`` so that its recovery can be seen; it comes back as soon as the
@@ -26,12 +34,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection
+from collections import deque
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from appliance.providers.registry import Providers
 from appliance.runtime import Runtime
+from appliance.sending.claims import in_chunks
+from appliance.store import dialect
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.sender")
@@ -56,21 +67,29 @@ class Figures:
         return self.late / self.judged if self.judged else 0.0
 
 
-def judge(conn: Connection, provider: str, now_ms: int, window_ms: int,
-          within_ms: int) -> Figures:
-    """The provider's messages submitted in the window that ends ``within_ms`` ago (each
-    has had that long), the latest :data:`JUDGED_MAX`; late: not ``DELIVERED`` within
-    ``within_ms`` of its submission (a read unit; the ``messages_submitted`` index)."""
+def judge(conn: Connection, provider: str, sent: Iterable[tuple[int, int]], now_ms: int,
+          window_ms: int, within_ms: int) -> Figures:
+    """Of ``sent`` (``(submitted_ms, message id)`` of the provider's submissions), those
+    in the window that ends ``within_ms`` ago (each has had that long); late: not
+    ``DELIVERED`` within ``within_ms`` of its submission (a read unit: by id)."""
     end = now_ms - within_ms
-    rows: list[Any] = conn.execute(
-        "SELECT state, submitted_at, finalised_at FROM messages WHERE provider = ?"
-        " AND submitted_at IS NOT NULL AND submitted_at > ? AND submitted_at <= ?"
-        " ORDER BY submitted_at DESC LIMIT ?",
-        (provider, end - window_ms, end, JUDGED_MAX)).fetchall()
-    late = sum(1 for state, sent, done in rows
-               if not (state == "DELIVERED" and done is not None
-                       and int(done) - int(sent) <= within_ms))
-    return Figures(provider, len(rows), late)
+    ids = {i: at for at, i in sent if end - window_ms < at <= end}
+    late = 0
+    judged = 0
+    by_id = dialect.of(conn).by_rowid
+    for chunk in in_chunks(list(ids)):
+        rows: list[Any] = conn.execute(
+            # By id: without statistics SQLite would rather read the provider's every
+            # message through messages_provider_id.
+            f"SELECT id, state, submitted_at, finalised_at FROM messages{by_id} WHERE id IN"
+            f" ({','.join('?' * len(chunk))}) AND provider = ?", (*chunk, provider)).fetchall()
+        for msg_id, state, submitted, done in rows:
+            judged += 1
+            at = int(submitted) if submitted is not None else ids[int(msg_id)]
+            if not (state == "DELIVERED" and done is not None
+                    and int(done) - at <= within_ms):
+                late += 1
+    return Figures(provider, judged, late)
 
 
 def lowered(conn: Connection) -> dict[str, Figures]:
@@ -116,6 +135,15 @@ class ProviderHealth:
         self.pulled = frozenset(pulled)
         self.lowered: frozenset[str] = frozenset()
         self.figures: dict[str, Figures] = {}  # the last judged, by this process
+        # What this process's sender submitted lately: (submitted ms, message id).
+        self.sent: dict[str, deque[tuple[int, int]]] = {
+            n: deque(maxlen=JUDGED_MAX) for n in self.names}
+
+    def submitted(self, provider: str, at_ms: int, ids: Iterable[int]) -> None:
+        """The provider took these messages at ``at_ms`` (the sender, once committed)."""
+        kept = self.sent.get(provider)
+        if kept is not None:
+            kept.extend((at_ms, i) for i in ids)
 
     def within_ms(self, provider: str) -> int:
         """How long a message of ``provider`` has to be delivered: the setting, and its
@@ -136,8 +164,9 @@ class ProviderHealth:
         now = self.appliance.now_ms()
         window = int(s.health_window_s * 1000)
         within = {n: self.within_ms(n) for n in self.names}
+        sent = {n: list(self.sent[n]) for n in self.names}
         judged = await self.appliance.store.readers.run(
-            lambda c: {n: judge(c, n, now, window, within[n]) for n in self.names})
+            lambda c: {n: judge(c, n, sent[n], now, window, within[n]) for n in self.names})
         self.figures = judged
 
         def unit(c: Connection) -> list[tuple[Figures, bool]]:

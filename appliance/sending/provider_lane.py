@@ -160,6 +160,9 @@ class Flusher:
                 if result.moved and lane.router is not None:
                     lane.router.counted(result.moved)
                     lane.moved()
+                if lane.router is not None:  # ROUTE-3: what the provider took, and when
+                    lane.submitted(now, [r.msg.id for r in records
+                                         if r.outcome.result is SubmitResult.ACCEPTED])
                 out = Counter(r.msg.campaign_id for r in records
                               if r.msg.campaign_id is not None
                               and r.outcome.result is not SubmitResult.RETRY)
@@ -178,11 +181,14 @@ class ProviderLane:
 
     def __init__(self, appliance: Runtime, counters: SendCounters, provider: Provider,
                  batch_size: int, router: Router | None = None,
-                 moved: Callable[[], None] = lambda: None) -> None:
+                 moved: Callable[[], None] = lambda: None,
+                 submitted: Callable[[int, list[int]], None] = lambda at, ids: None) -> None:
         s = provider.settings
-        # ROUTE-3: the routes (None: none configured), and who to tell when messages moved.
+        # ROUTE-3: the routes (None: none configured), who to tell when messages moved,
+        # and when the provider took messages (its live delivery is judged over them).
         self.router = router
         self.moved = moved
+        self.submitted = submitted
         self.failover_after = s.failover_after
         self.provider = provider
         self.name = provider.name

@@ -41,6 +41,7 @@ import logging
 import time
 from collections.abc import Collection
 from dataclasses import replace
+from functools import partial
 
 from appliance.providers.base import Outcome, OutgoingMessage
 from appliance.providers.iys import BIREYSEL, RECIPIENT_TYPES, Iys
@@ -82,9 +83,9 @@ class Sender:
         for name in settings.providers:
             provider = providers.get(name)
             assert provider is not None
-            self.lanes[name] = ProviderLane(appliance, self.counters, provider,
-                                            settings.sending.batch_size, self.router,
-                                            self.wake)
+            self.lanes[name] = ProviderLane(
+                appliance, self.counters, provider, settings.sending.batch_size, self.router,
+                self.wake, partial(self.health.submitted, name))
         self.held = HeldLanes(appliance, self.credit, self.wake)
 
     async def close(self) -> None:

@@ -5,22 +5,17 @@ none, the request named the provider or no route matched) and what each attempt 
 at each provider (``attempts_log``: one line ``provider<TAB>outcome<TAB>epoch ms`` an
 attempt or move, appended by the unit that records it: :mod:`appliance.sending.attempt_log`).
 A campaign says whether its messages follow their routes (``routed``: 1) or go through
-the provider it names. The providers' live delivery is read by submission time
-(``messages_submitted``: :mod:`appliance.sending.provider_health`). Messages and
-campaigns from before have none: they keep the provider they were given.
+the provider it names. Messages and campaigns from before have none: they keep the
+provider they were given. No index is added: the sender's write path stays as it was.
 """
 
 from __future__ import annotations
 
 import apsw
 
-SUBMITTED_INDEX = ("CREATE INDEX{again} messages_submitted ON messages (provider, submitted_at)"
-                   " WHERE submitted_at IS NOT NULL")
-
 
 def add_routes(conn: apsw.Connection) -> None:
-    """Version 22 (ROUTE-3): the columns above and the index by provider and submission
-    time (written once a message, when it is first taken)."""
+    """Version 22 (ROUTE-3): the columns above."""
     sqlite = isinstance(conn, apsw.Connection)
     # On PostgreSQL the step may meet its own work (a database set back a version by
     # hand, as tests of the steps before it do): each statement is one it can take again.
@@ -30,4 +25,3 @@ def add_routes(conn: apsw.Connection) -> None:
     conn.execute(f"ALTER TABLE messages ADD COLUMN{again} attempts_log {text}")
     conn.execute(f"ALTER TABLE campaigns ADD COLUMN{again} routed {integer} NOT NULL"
                  " DEFAULT 0")
-    conn.execute(SUBMITTED_INDEX.format(again=again))
