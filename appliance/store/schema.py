@@ -9,7 +9,7 @@ from a newer appliance is refused rather than guessed at.
 
 from __future__ import annotations
 
-from importlib import resources
+from pathlib import Path
 
 import apsw
 
@@ -17,6 +17,10 @@ from appliance.store.count_triggers import sqlite_ddl
 from appliance.store.migrations import MIGRATIONS
 
 SCHEMA_VERSION = 22
+# Beside the package's modules, in a checkout, an installed wheel and the one-file
+# executable alike (build/appliance.spec bundles it there). Read by path: importlib's
+# resource readers cost a new server ~10 ms of imports (tempfile, shutil, zipfile).
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema.sql"
 
 
 class SchemaTooNew(RuntimeError):
@@ -25,7 +29,7 @@ class SchemaTooNew(RuntimeError):
 
 def schema_sql() -> str:
     """The schema a new SQLite database gets: ``schema.sql``, then the count triggers."""
-    tables = resources.files("appliance").joinpath("schema.sql").read_text(encoding="utf-8")
+    tables = SCHEMA_FILE.read_text(encoding="utf-8")
     return f"{tables}\n{sqlite_ddl()}"
 
 
