@@ -5,6 +5,10 @@
   (``batch_max = 100``) against the same campaign asked one message a request
   (``batch_max = 1``); and the time from ``pull_after_s`` to 100% coverage, against the
   same campaign with every receipt pushed.
+- The server's CPU a message from the campaign's start to 100% coverage (user +
+  system, from ``/proc``, the server and its children): with every answer pulled
+  against every receipt pushed. The sending is the same in both, so the difference is
+  a pulled answer's cost against a pushed receipt's (goal: no more).
 - Pulls a second over a 10 s window against ``pull_rate_per_s`` (one message a request,
   more due than the rate lets through): the measured rate beside the configured one.
 
@@ -29,6 +33,21 @@ from tests.harness import Server, create_account, wait_for  # noqa: E402
 from tests.sending.support import SimulatorProcess, provider_config  # noqa: E402
 
 PULL_AFTER_S = 2.0
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its living descendants so far."""
+    total, pids = 0, [pid]
+    while pids:
+        p = pids.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            pids += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except OSError:
+            continue
+    return total / TICKS
 
 
 def campaign(tmp: Path, messages: int, *, push: bool, batch_max: int,
@@ -43,6 +62,8 @@ def campaign(tmp: Path, messages: int, *, push: bool, batch_max: int,
         f"pull_after_s = {PULL_AFTER_S}\npull_rate_per_s = {pull_rate_per_s}\n"
         f"batch_max = {batch_max}\n"))
     server = Server(data, config=cfg).start()
+    assert server.proc is not None
+    pid = server.proc.pid
     try:
         key = create_account(data, "bench")
         with server.client(key) as api:
@@ -50,6 +71,7 @@ def campaign(tmp: Path, messages: int, *, push: bool, batch_max: int,
             job = api.post("/api/contacts/import", json={"list": "bench", "text": numbers})
             wait_for(lambda: api.get(job.json()["poll"]).json()["state"] == "DONE", 120)
             started = time.monotonic()
+            cpu = tree_cpu_s(pid)
             c = api.post("/api/campaigns", json={"list": "bench", "body": "bench"},
                          headers={"Idempotency-Key": "bench"})
             poll = c.json()["poll"]
@@ -58,12 +80,14 @@ def campaign(tmp: Path, messages: int, *, push: bool, batch_max: int,
             wait_for(lambda: api.get(poll).json()["coverage_pct"] == 100.0, 1200,
                      interval=0.2, message="100% coverage")
             covered = time.monotonic()
+            cpu = tree_cpu_s(pid) - cpu
             stats = sim.stats()
         asked_again = sum(1 for r in stats["refs"].values() if r["pulls"] > 1)
         return {"requests": stats["pull_requests"], "per_message":
                 stats["pull_requests"] / messages, "asked": stats["pull_refs_asked"],
                 "asked_again": asked_again, "sent_s": sent - started,
-                "to_coverage_s": covered - sent, "total_s": covered - started}
+                "to_coverage_s": covered - sent, "total_s": covered - started,
+                "cpu_us": cpu / messages * 1e6}
     finally:
         server.stop()
         sim.stop()
@@ -128,6 +152,10 @@ def main() -> None:
     print(f"  ratio: {batched['to_coverage_s'] / max(pushed['to_coverage_s'], 0.001):.2f}")
     print(f"  from the last message's pull_after_s to 100% coverage:"
           f" {batched['to_coverage_s'] - PULL_AFTER_S:.2f} s")
+    print("\nthe server's CPU a message, campaign start to 100% coverage (sending included):")
+    print(f"  answers pulled (batch_max 100): {batched['cpu_us']:.0f} us")
+    print(f"  receipts pushed (baseline):     {pushed['cpu_us']:.0f} us")
+    print(f"  ratio: {batched['cpu_us'] / pushed['cpu_us']:.2f}")
     print("\nstatus requests a second over 10 s, one message a request:")
     print(f"  measured: {measured:.2f}/s  pull_rate_per_s: {args.rate:g}/s"
           f"  ratio: {measured / args.rate:.3f}")
