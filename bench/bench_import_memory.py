@@ -17,8 +17,10 @@ per run and as medians of ``--runs``:
   ``--bare-lines`` lines of the same file, with no server, no writer, no pipes).
 
 RSS counts a page shared by two processes twice; PSS splits it between them, so the
-summed PSS is what the tree costs the machine. ``docs/benchmarks.md`` says which one
-the goal is read against, and why.
+summed PSS is what the tree costs the machine. A child caught between its fork and its
+exec (still the server's command line; CPython forks with vfork, so it is the server's
+own memory) is not counted: it would count the server twice for a millisecond.
+``docs/benchmarks.md`` says which one the goal is read against, and why.
 
 With ``--baseline DIR`` (a checkout of other code, e.g. the commit before: ``git
 archive``), each run imports the same file on that code's server too, the two in turn
@@ -85,12 +87,18 @@ def hwm_bytes(pid: int) -> int:
     return 0
 
 
+def command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def role(pid: int, root: int) -> str:
     if pid == root:
         return "server"
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
+    cmd = command(pid).replace(b"\0", b" ").decode()
+    if not cmd:
         return "gone"
     if "resource_tracker" in cmd:
         return "resource tracker"
@@ -117,7 +125,10 @@ class Sampler:
 
     def sample(self) -> tuple[int, int]:
         rss = pss = 0
-        pids = tree(self.root)
+        server_command = command(self.root)
+        # A child still showing the server's command line has not reached its exec: it
+        # is the server's memory (with vfork the very same pages), not counted again.
+        pids = [p for p in tree(self.root) if p == self.root or command(p) != server_command]
         each: list[tuple[str, int]] = []
         for pid in pids:
             try:
@@ -283,6 +294,9 @@ def main() -> None:
     runs: dict[str, list[dict[str, object]]] = {label: [] for label in trees}
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
+        # ``python -m appliance`` looks in its working directory first: out of this
+        # checkout, so that a baseline's PYTHONPATH decides which code its server runs.
+        os.chdir(tmp)
         config = config_file(tmp, args.parsers, args.memory_limit_mb)
         for n in range(args.runs):
             order = list(trees.items())
