@@ -229,9 +229,9 @@ def test_a_large_paste_is_accepted_without_copies_of_it_in_memory(data_dir: Path
 
 @pytest.mark.slow
 def test_the_parser_processes_give_the_text_back_when_the_import_ends(data_dir: Path) -> None:
-    """Each parser process holds the decoded payload while it parses (twice its UTF-8
-    size here: the names make it two bytes a character); once the job is done, that
-    memory goes back to the system, not kept until the next import."""
+    """Each parser process holds a window of the payload's text and that window's
+    numbers while it parses; once the job is done, that memory goes back to the system,
+    not kept until the next import."""
     corpus = make_corpus(200_000, seed=12, bare_share=0.0)
     body = corpus.text().encode()
     srv = Server(data_dir).start()
