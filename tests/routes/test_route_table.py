@@ -10,11 +10,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from appliance.config import ConfigError, ProviderSettings
+from appliance.config import ConfigError, ProviderSettings, Settings
+from appliance.config.routes import RouteSettings
+from appliance.message_text.segments import segment
 from appliance.provider_kinds import KINDS, load_settings
 from appliance.providers.http_json import HttpJsonAdapter
 from appliance.providers.outcome import SubmitResult
 from appliance.providers.vonage import VonageAdapter
+from appliance.sending.failover import Router, Target
 from appliance.sending.refs import RefMaker
 from appliance.sending.routes import RouteTable, trickle_ticket
 from tests.harness import run_cli
@@ -136,3 +139,28 @@ def test_the_http_kind_and_vonage_declare_their_route_refusals() -> None:
     six = vonage.interpret_response(httpx.Response(200, json={"messages": [
         {"status": "6", "error-text": "Invalid Message"}]}))
     assert six.result is SubmitResult.REJECTED and six.code == "6"
+
+
+def test_a_message_moves_only_where_it_can_be_sent_as_it_was_counted() -> None:
+    """GSM-7 Turkish to a provider without the Turkish tables is segmented again for it;
+    a provider whose max_parts the message exceeds is passed over."""
+    settings = Settings(
+        providers={"tr": ProviderSettings(name="tr", kind="simulator",
+                                          national_language="turkish"),
+                   "short": ProviderSettings(name="short", kind="simulator", max_parts=1),
+                   "plain": ProviderSettings(name="plain", kind="simulator")},
+        routes=(RouteSettings("+90", ("tr", "short", "plain")),))
+    router = Router(settings, frozenset)
+    text = "Şu an ğüçlü bir kampanya başlıyor, İstanbul'da ışıklı günler sizi bekliyor!" * 2
+    turkish = segment(text, True)
+    assert turkish.encoding == "GSM-7 Turkish"
+    target = router.target("+905321234567", None, text, turkish.encoding, turkish.count,
+                           "tr", ())
+    assert target is not None and target.provider == "plain"  # "short": max_parts 1
+    assert target.seg is not None and target.seg.encoding == "UCS-2"
+    assert target.seg.count == segment(text, False).count > turkish.count
+    # Plain GSM-7 goes as it is; nowhere left: it stays.
+    assert router.target("+905321234567", None, "hello", "GSM-7", 1, "tr", ()) == Target(
+        "short")
+    assert router.target("+905321234567", None, "hello", "GSM-7", 1, "plain",
+                         ("tr", "short")) is None
