@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from typing import Self
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -34,6 +35,18 @@ class AppThread:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The URL a provider's ``base_url`` setting takes."""
+        return self.url
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def start(self, timeout: float = 10.0) -> None:
         self._thread.start()

@@ -299,14 +299,3 @@ class RunningFake(AppThread):
     def __init__(self, fake: VerimorFake) -> None:
         super().__init__(fake.app(), "the fake Verimor")
         self.fake = fake
-
-    @property
-    def base_url(self) -> str:
-        return self.url
-
-    def __enter__(self) -> RunningFake:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
