@@ -5,7 +5,8 @@ figures both generators (:mod:`appliance.proxy.nginx`, :mod:`appliance.proxy.cad
 print. Each figure is one the proxy would otherwise hold at a default that breaks us:
 
 * the **body limit** covers the largest body any route takes (``[import] max_bytes``,
-  the console's import form, a suppression list, a report) plus :data:`ROOM`, so a body
+  the console's import form, a suppression list, a consent file, a report) plus
+  :data:`ROOM`, so a body
   just past our own limit reaches us and the client gets *our* ``413`` with ``limit``
   (note 001: a proxy's size limit is a setting apart from its timeout, and its refusal
   looks nothing like ours);
@@ -21,6 +22,7 @@ import json
 from dataclasses import dataclass
 
 from appliance.config import Settings
+from appliance.optout.consent_input import MAX_BYTES as CONSENT_MAX_BYTES
 from appliance.optout.suppression_import import MAX_BYTES as SUPPRESSION_MAX_BYTES
 
 # Past the largest body we take, what the proxy still lets through so that our own 413
@@ -66,7 +68,7 @@ def reachable_host(host: str) -> str:
 def proxy_shape(settings: Settings) -> ProxyShape:
     host = reachable_host(settings.host)
     largest = max(settings.imports.max_bytes + FORM_OVERHEAD, SUPPRESSION_MAX_BYTES,
-                  settings.reports.max_callback_bytes)
+                  CONSENT_MAX_BYTES, settings.reports.max_callback_bytes)
     intake_port = settings.reports.intake_port
     return ProxyShape(
         upstream=f"{host}:{settings.port}",

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from appliance.config import HttpSettings, ImportSettings, ReportSettings, Settings
+from appliance.optout.consent_input import MAX_BYTES as CONSENT_MAX_BYTES
 from appliance.optout.suppression_import import MAX_BYTES as SUPPRESSION_MAX_BYTES
 from appliance.proxy.caddy import caddyfile
 from appliance.proxy.nginx import nginx_config
@@ -29,8 +30,10 @@ SETTINGS = Settings(host="0.0.0.0", port=8123,
 def test_the_shape_follows_the_settings() -> None:
     shape = proxy_shape(SETTINGS)
     assert (shape.upstream, shape.intake) == ("127.0.0.1:8123", "127.0.0.1:8124")
-    # Every route's body fits: a suppression list is larger than this import limit.
-    assert shape.body_limit_bytes == max(5_000_000 + 16 * 1024, SUPPRESSION_MAX_BYTES) + ROOM
+    # Every route's body fits: a consent file (16 MiB) and a suppression list (8 MiB) are
+    # larger than this import limit, so the proxy must let the largest of them through.
+    assert CONSENT_MAX_BYTES > SUPPRESSION_MAX_BYTES > 5_000_000
+    assert shape.body_limit_bytes == CONSENT_MAX_BYTES + ROOM
     assert proxy_shape(Settings()).intake == ""
 
 
