@@ -174,3 +174,51 @@ def test_a_circle_is_found_when_there_is_one() -> None:
     """The finder itself: a loop of three is one group; a chain is none."""
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+# A module of one concept stays short enough to read whole (issue "One shape for every
+# provider": none over 450 lines in appliance/).
+MAX_MODULE_LINES = 450
+# Where a provider kind's name may be written as a string: its own modules (a path part
+# that starts with the name: ``providers/verimor.py``, ``providers/vonage_codes.py``,
+# ``smpp/``, the ``simulator/`` fakes), the list of kinds, and the two places that write
+# configuration and name commands (the demo and the CLI). ``http`` is left out: the same
+# word is the ASGI scope type and a URL scheme everywhere.
+KIND_NAME_FILES = {"provider_kinds.py", "demo.py", "cli.py"}
+
+
+def test_no_module_is_over_450_lines() -> None:
+    long = {name: n for name, path in modules().items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def kind_literals(kinds: set[str]) -> list[str]:
+    """Each string literal naming a kind outside the files allowed to name it."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if parts[-1] in KIND_NAME_FILES and len(parts) == 1:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and node.value in kinds
+                    and not any(part.startswith(node.value) for part in parts)):
+                found.append(f"{'/'.join(parts)}:{node.lineno} {node.value!r}")
+    return found
+
+
+def test_a_kind_is_named_only_by_its_own_modules_and_the_list_of_kinds() -> None:
+    """Config, masking, the registry, inbound routing, metrics, health and the dashboard
+    read the declarations; none compares a kind's name."""
+    from appliance.provider_kinds import KINDS
+
+    assert kind_literals(set(KINDS) - {"http"}) == []
+
+
+def test_a_kind_named_elsewhere_is_found() -> None:
+    """The finder itself: a name written in the web layer is caught (``http``, there the
+    ASGI scope type); the kind's own module naming itself is not."""
+    assert any(hit.startswith("web/") for hit in kind_literals({"http"}))
+    assert not any(hit.startswith("providers/vonage") for hit in kind_literals({"vonage"}))
