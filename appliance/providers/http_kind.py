@@ -26,6 +26,7 @@ def http_kind(adapter: type[ProviderAdapter],
               inbound_query: bool = False,
               national_language: bool = False,
               requests_per_s: float = 0.0,
+              status_queries_per_s: float = 0.0,
               validity_range_s: tuple[int, int] | None = None,
               route_refusals: frozenset[str] = frozenset()) -> ProviderKind:
     """The declaration of the HTTP kind ``adapter.kind``."""
@@ -62,6 +63,7 @@ def http_kind(adapter: type[ProviderAdapter],
                         inbound_query=inbound_query,
                         national_language=national_language,
                         requests_per_s=requests_per_s,
+                        status_queries_per_s=status_queries_per_s,
                         validity_range_s=validity_range_s,
                         route_refusals=route_refusals,
                         adapter=adapter)

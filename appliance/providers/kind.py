@@ -85,6 +85,10 @@ class ProviderKind:
     # The provider's published limit of requests a second (sends and pulls together):
     # the default of a table's ``requests_per_s``; 0 when it publishes none.
     requests_per_s: float = 0.0
+    # The provider's published limit of status queries a second (the puller's asks):
+    # the puller never asks faster, whatever ``pull_rate_per_s`` says; 0: none
+    # published (Netgsm 10 a minute, Verimor 20 a minute).
+    status_queries_per_s: float = 0.0
     # A request kind's wire format and report reader (None for a session kind).
     adapter: type[ProviderAdapter] | None = None
     # A session kind's own ``/metrics`` families over its sessions (by provider name),

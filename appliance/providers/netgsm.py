@@ -30,7 +30,8 @@ the most-used Laravel client, ``tarfin-labs/netgsm`` (``src/Sms/AbstractNetgsmMe
 Times are Türkiye's clock (UTC+03:00). Netgsm signs nothing; it pushes nothing the
 appliance reads, but ``/callbacks/NAME`` and ``/inbound/NAME`` of a kind that signs
 nothing take a push only with ``?token=<callback_token>``. The reference publishes no
-send rate; its report query takes 10 a minute (:attr:`NetgsmAdapter.status_per_minute`).
+send rate; its report query takes 10 a minute (the kind's ``status_queries_per_s``: the
+puller never asks faster).
 """
 
 from __future__ import annotations
@@ -125,7 +126,6 @@ class NetgsmAdapter(NetgsmWire, StatusQuery, CreditQuery, InboundQuery):
     # One query names one bulk id and lists every number of it.
     status_batch_max: int = 1000
     inbound_window_max_s: float = 30 * 86_400.0  # gelensms: dates at most 30 days apart
-    status_per_minute: int = 10  # the reference: code 80 past 10 report queries a minute
     # The reference: reports can be queried "son 3 aya kadar" (up to three months back).
     answers_within_s: float | None = 90 * 86400.0
 
@@ -282,5 +282,8 @@ def _report_error(state: str, code: str, meaning: str, error: str) -> str | None
     return iys_report_error(text) if code in IYS_STATES else text
 
 
+STATUS_QUERIES_PER_MIN = 10  # the reference: code 80 past 10 report queries a minute
+
 KIND = http_kind(NetgsmAdapter, None, many_per_request=True, status_query=True,
-                 inbound_query=True, national_language=True)
+                 inbound_query=True, national_language=True,
+                 status_queries_per_s=STATUS_QUERIES_PER_MIN / 60)

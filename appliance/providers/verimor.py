@@ -22,7 +22,8 @@ developer.verimor.com.tr/smsapi). Each verb names the guide's section it follows
 
 The guide's limits ("GENEL NOTLAR"): 240 send requests a minute, 20 status queries a
 minute, 50,000 messages and 10 MB a request; over the rate, ``429``. The kind's
-published rate (``requests_per_s``) is 2.5 a second, sends and pulls together.
+published rate (``requests_per_s``) is 2.5 a second, sends and pulls together, and its
+status queries (``status_queries_per_s``) 20 a minute: the puller never asks faster.
 """
 
 from __future__ import annotations
@@ -195,6 +196,9 @@ class VerimorInbound(InboundReader):
                               provider_msg_id=msg_id, sent_at_ms=verimor_time_ms(stamp))
 
 
+STATUS_QUERIES_PER_MIN = 20  # "GENEL NOTLAR": 20 status queries a minute
+
 KIND = http_kind(VerimorAdapter, VerimorInbound, many_per_request=True, status_query=True,
                  validity_range_s=MINUTES_48H_S,
-                 national_language=True, requests_per_s=2.5)
+                 national_language=True, requests_per_s=2.5,
+                 status_queries_per_s=STATUS_QUERIES_PER_MIN / 60)

@@ -14,12 +14,14 @@ transport carries it, and the answer is stored raw first and read through the in
 (:class:`~appliance.providers.status_query.SessionStatusQuery`: SMPP ``query_sm``) does
 the asking itself, and each of its replies is stored the same way; while its session
 is not bound nothing is asked. Requests go out at most ``pull_rate_per_s`` a
-second per provider (and never faster than its ``requests_per_s``, or the kind's
-published limit when unset), evenly spaced, one at a time. A batch that is not full
-waits up to :func:`fill_wait_s` (a tenth of ``pull_after_s``, at most a second) for
-more messages to fall due: a campaign's messages fall due as fast as they were sent,
-and asking about each few at once would spend a request on them (the figure is in
-``docs/benchmarks.md``, "Pulls").
+second per provider, and never faster than its ``requests_per_s`` (the kind's
+published limit when unset) nor than the kind's published limit of status queries
+(``status_queries_per_s``: Netgsm 10 a minute, Verimor 20), whatever
+``pull_rate_per_s`` says: the smallest wins. They go evenly spaced, one at a time.
+A batch that is not full waits up to :func:`fill_wait_s` (a tenth of ``pull_after_s``,
+at most a second) for more messages to fall due: a campaign's messages fall due as
+fast as they were sent, and asking about each few at once would spend a request on
+them (the figure is in ``docs/benchmarks.md``, "Pulls").
 
 On PostgreSQL the loop runs in one process at a time (``Runtime.singleton``). Its
 counts (``appliance_report_pulls_total{provider,outcome}``, one per message asked
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from appliance.config import ProviderSettings
 from appliance.providers.callbacks import CallbackRequest
 from appliance.providers.kind import ProviderKind
 from appliance.providers.outcome import short
@@ -73,12 +76,13 @@ def pulls_on(provider: Provider, kind: ProviderKind) -> bool:
     return kind.pull_by_default if pull is None else pull
 
 
-def pull_rate(provider: Provider, kind: ProviderKind) -> float:
+def pull_rate(settings: ProviderSettings, kind: ProviderKind) -> float:
     """Status requests a second: ``pull_rate_per_s``, within ``requests_per_s`` (the
-    table's, else the kind's published limit; 0: none)."""
-    rate = provider.settings.pull_rate_per_s
-    bound = provider.settings.requests_per_s or kind.requests_per_s
-    return min(rate, bound) if bound > 0 else rate
+    table's, else the kind's published limit; 0: none) and within the kind's published
+    limit of status queries (``status_queries_per_s``; 0: none): the smallest wins."""
+    bounds = (settings.pull_rate_per_s, settings.requests_per_s or kind.requests_per_s,
+              kind.status_queries_per_s)
+    return min(b for b in bounds if b > 0)
 
 
 @dataclass
@@ -234,7 +238,7 @@ def lanes_of(providers: Providers, kinds: Mapping[str, ProviderKind]) -> list[Pu
         lanes.append(PullLane(
             name=name, provider=provider, query=query,
             batch=max(1, min(query.status_batch_max, provider.settings.batch_max)),
-            interval_s=1.0 / pull_rate(provider, kind), secrets=secrets))
+            interval_s=1.0 / pull_rate(provider.settings, kind), secrets=secrets))
     return lanes
 
 
