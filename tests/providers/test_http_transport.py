@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+
+import httpx
 
 from appliance.outgoing_http import USER_AGENT
 from appliance.provider_kinds import build_adapter
@@ -238,3 +242,52 @@ def test_a_provider_that_never_answers_stays_uncertain_once_connected() -> None:
 
     [out] = submit_to(provider, MSG, timeout_s=0.3)
     assert out.result is SubmitResult.UNCERTAIN, out
+
+
+def test_sends_and_status_pulls_share_one_requests_per_s() -> None:
+    """``requests_per_s`` bounds every request to the provider, sends and pulls together
+    (issue 28, "Two rates"): five submissions and five status requests made at once
+    reach the provider one every ``1 / requests_per_s`` seconds, in whatever order."""
+    rate = 10.0
+    arrived: list[tuple[float, str]] = []
+
+    async def provider(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head, _ = await read_request(reader)
+            except asyncio.IncompleteReadError:
+                break
+            arrived.append((time.monotonic(), head.split(b" ", 1)[0].decode()))
+            writer.write(answer("200 OK", b'{"id": "p"}'))
+            await writer.drain()
+        writer.close()
+
+    async def go() -> int:
+        port = free_port()
+        server = await asyncio.start_server(provider, "127.0.0.1", port)
+        settings = replace(FULL, kind="http", base_url=f"http://127.0.0.1:{port}",
+                           concurrency=10, rate_per_s=1000.0)
+        adapter = build_adapter(settings)
+        transport = HttpTransport(adapter, adapter.settings, 5.0, requests_per_s=rate)
+        status = httpx.Request("GET", f"http://127.0.0.1:{port}/status")
+        try:
+            sends = [transport.submit(replace(MSG, ref=f"01M8RQZTAK4NB4A9KEX78DKD{i:02d}"))
+                     for i in range(5)]
+            pulls = [transport.exchange(status) for _ in range(5)]
+            await asyncio.gather(*sends, *pulls)
+            return transport.requests_made
+        finally:
+            await transport.close()
+            server.close()
+            await server.wait_closed()
+
+    made = asyncio.run(go())
+    assert made == 10
+    assert sorted(method for _, method in arrived) == ["GET"] * 5 + ["POST"] * 5
+    times = sorted(t for t, _ in arrived)
+    # The first goes at once (a burst of one), then one every 0.1 s: nine gaps at least.
+    # (A request may reach the provider a little sooner after leaving than the one
+    # before did: a few ms each side.)
+    assert times[-1] - times[0] >= 9 / rate - 0.05, times
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 1 / rate - 0.05, gaps
