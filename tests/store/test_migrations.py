@@ -188,6 +188,46 @@ def test_version_18_gives_every_existing_message_no_error_kind(tmp_path: Path) -
         check.close()
 
 
+
+def test_version_14_says_how_each_existing_report_came(tmp_path: Path) -> None:
+    """Version 14 (ROUTE-2) on a version-13 file: ``report_inbox.source`` is ``session``
+    for a report that came in an SMPP ``deliver_sm`` (its raw row's method ``SMPP``, or,
+    that row pruned, its provider's reports came so), else ``callback``: no pull was
+    made before it. No message has been asked about yet."""
+    old = tmp_path / "v13.db"
+    at_version(old, 13)
+    conn = apsw.Connection(str(old))
+    conn.execute(
+        "INSERT INTO raw_reports (id, provider, method, content_type, query, body,"
+        " received_at, parsed) VALUES"
+        " (1, 'smsc', 'SMPP', 'application/vnd.smpp.deliver-sm', '', x'00', 5, 1),"
+        " (2, 'sim', 'POST', 'application/json', '', x'7b7d', 5, 1),"
+        " (3, 'tw', 'GET', '', 'MessageSid=SM1', x'', 5, 1)")
+    conn.execute(
+        "INSERT INTO report_inbox (provider, ref, status, reported_at, state, raw_id,"
+        " received_at, next_try_at) VALUES"
+        " ('smsc', 'deliver-sm', 'DELIVRD', 1, 'DELIVERED', 1, 5, 5),"
+        " ('sim', 'posted', 'delivered', 1, 'DELIVERED', 2, 5, 5),"
+        " ('tw', 'got', 'delivered', 1, 'DELIVERED', 3, 5, 5),"
+        " ('smsc', 'smpp-pruned', 'UNDELIV', 1, 'FAILED', 41, 5, 5),"
+        " ('sim', 'posted-pruned', 'failed', 1, 'FAILED', 42, 5, 5),"
+        " ('gone', 'no-raw', 'delivered', 1, 'DELIVERED', NULL, 5, 5)")
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    fresh = tmp_path / "fresh.db"
+    migrate(str(fresh))
+    assert shape(old) == shape(fresh)
+    check = open_connection(str(old), readonly=True)
+    try:
+        assert {str(ref): str(source) for ref, source in check.execute(
+            "SELECT ref, source FROM report_inbox")} == {
+            "deliver-sm": "session", "posted": "callback", "got": "callback",
+            "smpp-pruned": "session", "posted-pruned": "callback", "no-raw": "callback"}
+        assert check.execute("SELECT count(*) FROM message_pulls").fetchall() == [(0,)]
+    finally:
+        check.close()
+
+
 OLD_INBOUND = (
     "INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0), (2, 'b', 0), (3, 'c', 0);"
     # a and b messaged +905321230001 (through p and q) before its reply came at 50; c after
