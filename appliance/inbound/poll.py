@@ -29,7 +29,11 @@ in a time window, over the provider's own transport (so out of its
   and the cursor stays: the same window is asked again at the next poll. No answer at
   all (a timeout) is logged; the cursor stays.
 
-On PostgreSQL the loop runs in one process at a time (``Runtime.singleton``).
+On PostgreSQL the loop runs in one process at a time (``Runtime.singleton``). It is a
+loop of its own beside the puller (:mod:`appliance.reports.puller`), sharing its rate
+(the transport's ``requests_per_s``), its raw-first storing and its single process, so
+that an inbound query that hangs never holds the status pulls, nor they it
+(``docs/providers.md``, "Asking the provider").
 """
 
 from __future__ import annotations
