@@ -186,3 +186,22 @@ def test_the_campaign_is_personalised_per_contact_and_counts_its_real_parts(
     progress = store.readers.call(lambda c: camp.campaign_progress(
         c, camp.get_campaign(c, cid), NOW))  # type: ignore[arg-type]
     assert progress.parts == 4 and progress.max_parts == 2
+
+
+def test_a_message_claimed_in_time_and_marked_after_its_validity_is_cancelled_unsent(
+        store: Store) -> None:
+    """ROUTE-4 at the mark: a message reserved while still valid whose validity runs out
+    before its bytes would go (the lane held it between the claim and the mark) is made
+    ``CANCELLED``, never ``SENDING``, and counts no attempt; a valid one beside it goes."""
+    store.writer.call(lambda c: insert_message(c, NewMessage(
+        _account(c), PROVIDER, "+905559990001", "otp", validity_s=30), "short", NOW))
+    store.writer.call(lambda c: insert_message(c, NewMessage(
+        _account(c), PROVIDER, "+905559990002", "otp", validity_s=600), "long", NOW))
+    reserved = store.writer.call(lambda c: claim_due(c, PROVIDER, NOW + 29_000, 10, 0))
+    assert sorted(m.ref for m in reserved) == ["long", "short"]  # both valid at the claim
+    marked = store.writer.call(lambda c: mark_sending(c, reserved, NOW + 31_000))
+    assert [m.ref for m in marked] == ["long"]
+    rows = {str(r[0]): (r[1], r[2], r[3]) for r in store.writer.call(lambda c: c.execute(
+        "SELECT ref, state, error, attempts FROM messages").fetchall())}
+    assert rows["short"] == ("CANCELLED", "expired before sending", 0)
+    assert rows["long"] == ("SENDING", None, 1)
