@@ -57,6 +57,18 @@ class Wake:
         self._loop.wake.set()
 
 
+def log_failure(logger: logging.Logger, what: str, key: str, exc: Exception) -> str:
+    """Log that ``what`` failed with ``exc`` (a storage error, as each step on a full
+    disk is, summed up every 10 s under ``key``; any other with its traceback) and
+    return the error as one line."""
+    error = f"{type(exc).__name__}: {exc}"
+    if is_storage_error(exc):
+        sampled_line(logger, f"{what} failed", level=logging.ERROR).note(key, error)
+    else:
+        logger.error("%s failed", what, exc_info=exc)
+    return error
+
+
 class Scheduler:
     def __init__(self) -> None:
         self._loops: dict[str, _Loop] = {}
@@ -109,12 +121,7 @@ class Scheduler:
                 raise
             except Exception as exc:  # a failing step must not end the loop
                 loop.errors += 1
-                loop.last_error = f"{type(exc).__name__}: {exc}"
-                if is_storage_error(exc):  # each step on a full disk: summed up every 10 s
-                    sampled_line(log, f"loop {loop.name} failed", level=logging.ERROR).note(
-                        loop.name, loop.last_error)
-                else:
-                    log.exception("loop %s failed", loop.name)
+                loop.last_error = log_failure(log, f"loop {loop.name}", loop.name, exc)
                 delay = loop.interval_s
             loop.step_started = None
             loop.runs += 1

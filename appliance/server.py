@@ -138,8 +138,7 @@ def assemble(runtime: Runtime, intake: socket.socket | None = None,
     providers = Providers(settings, KINDS, now_ms=runtime.now_ms)
     worker, wake_imports = import_worker.install(runtime)
     report_loops.install(runtime, providers)
-    pulls = puller.install(runtime, providers)
-    inbound_poll.install(runtime, providers)
+    pulls = puller.install(runtime, providers, inbound_poll.poller(runtime, providers))
     retention.install(runtime)
     sending = sender.install(runtime, providers, credit.install(runtime, providers),
                              pulled=pulls.lanes)

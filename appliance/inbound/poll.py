@@ -1,12 +1,13 @@
 """Asking for inbound (MO) messages where the provider keeps them until asked (OPS-4,
-ROUTE-1): the ``inbound_poll`` loop.
+ROUTE-1): the inbound half of the puller's loop.
 
 A provider whose kind gives it an :class:`~appliance.providers.inbound_query.
 InboundQuery` (Netgsm's ``gelensms``) never pushes an inbound message, so a STOP sent
 to it would otherwise never reach the suppression list. Every ``inbound_poll_s`` (per
-provider, default 60) the loop asks each such provider for the messages it received
-in a time window, over the provider's own transport (so out of its
-``requests_per_s``, with sends, pulls and credit queries), one request at a time:
+provider, default 60) the puller's loop (:mod:`appliance.reports.puller`) asks each
+such provider for the messages it received in a time window, over the provider's own
+transport (so out of its ``requests_per_s``, with sends, pulls and credit queries),
+one request at a time:
 
 * **The window.** From the last window's end (the cursor, in ``appliance_state`` under
   ``inbound_poll.<provider>``) less :data:`OVERLAP_MS` (a provider's clock a little
@@ -29,11 +30,16 @@ in a time window, over the provider's own transport (so out of its
   and the cursor stays: the same window is asked again at the next poll. No answer at
   all (a timeout) is logged; the cursor stays.
 
-On PostgreSQL the loop runs in one process at a time (``Runtime.singleton``). It is a
-loop of its own beside the puller (:mod:`appliance.reports.puller`), sharing its rate
-(the transport's ``requests_per_s``), its raw-first storing and its single process, so
-that an inbound query that hangs never holds the status pulls, nor they it
-(``docs/providers.md``, "Asking the provider").
+The poll is no loop of its own: :meth:`InboundPoller.step` is the inbound half of
+each step of the puller's loop, which runs the status pulls and then this, each half
+on its own schedule and each half's failures caught apart, so one failing never skips
+the other. An ask whose storing fails is logged and that provider is asked again at
+its next turn, after ``inbound_poll_s``. An inbound query that hangs holds the status
+pulls for at most the exchange's bound (three times ``[sending] submit_timeout_s``).
+Through that loop it shares the status pulls' rate (the transport's
+``requests_per_s``), their raw-first storing and, on PostgreSQL, their one process at
+a time (the puller's ``Runtime.singleton``) (``docs/providers.md``, "Asking the
+provider").
 """
 
 from __future__ import annotations
@@ -54,10 +60,10 @@ from appliance.providers.registry import Providers
 from appliance.providers.transport import Provider
 from appliance.reports.inbox import RawCallback
 from appliance.runtime import Runtime
+from appliance.scheduler import log_failure
 from appliance.store.connection import Connection
 
 log = logging.getLogger("appliance.inbound")
-LOOP = "inbound_poll"
 PREFIX = "inbound_poll."  # appliance_state key of a provider's cursor
 METHOD = "PULL"  # raw_inbound.method of a fetched answer
 OVERLAP_MS = 5 * 60_000
@@ -140,7 +146,7 @@ def store_answer(conn: Connection, rules: InboundRules, raw: RawCallback,
 
 
 class InboundPoller:
-    """The loop's state: its lanes, and the answers it stored (this process's)."""
+    """The poll's state: its lanes, and the answers it stored (this process's)."""
 
     def __init__(self, appliance: Runtime, lanes: list[PollLane]) -> None:
         self.appliance = appliance
@@ -148,12 +154,19 @@ class InboundPoller:
         self.rules = InboundRules.from_settings(appliance.settings)
         self.asked = 0
 
-    async def step(self) -> float | None:
+    async def step(self) -> float:
+        """Ask each provider whose turn it is; the seconds until the next one's turn.
+        An ask that fails (its storing: the query's own failures are answers) is
+        logged, and that provider waits its turn like any other."""
         wait = min((lane.every_s for lane in self.lanes.values()), default=60.0)
         for lane in self.lanes.values():
             now = time.monotonic()
             if now >= lane.due_at:
-                polled = await self.ask(lane)
+                try:
+                    polled = await self.ask(lane)
+                except Exception as exc:  # the next provider, and the status pulls, go on
+                    polled = Polled(None, None, log_failure(
+                        log, f"inbound poll of provider {lane.name}", lane.name, exc))
                 moved_on = polled.behind and polled.until_ms is not None
                 lane.due_at = time.monotonic() + (0.0 if moved_on else lane.every_s)
             wait = min(wait, max(0.0, lane.due_at - time.monotonic()))
@@ -234,11 +247,8 @@ def lanes_of(providers: Providers) -> list[PollLane]:
     return lanes
 
 
-def install(appliance: Runtime, providers: Providers) -> InboundPoller:
-    """The poller over every provider it asks; its loop is registered only when there
-    is one (on PostgreSQL in one process at a time)."""
-    poller = InboundPoller(appliance, lanes_of(providers))
-    if poller.lanes:
-        appliance.scheduler.add(LOOP, appliance.singleton(LOOP, poller.step),
-                                interval_s=min(lane.every_s for lane in poller.lanes.values()))
-    return poller
+def poller(appliance: Runtime, providers: Providers) -> InboundPoller | None:
+    """The poll over every provider it asks, ``None`` when there is none; the puller's
+    loop runs it (:func:`appliance.reports.puller.install` is given it)."""
+    poll = InboundPoller(appliance, lanes_of(providers))
+    return poll if poll.lanes else None

@@ -3,8 +3,8 @@
 Some aggregators never push an inbound message: they keep it until asked (Netgsm's
 inbound query). A kind whose provider does gives its adapter the :class:`InboundQuery`
 verbs, and its declaration says ``inbound_query=True``. Like a wire format they do no
-I/O: the loop that asks (``inbound_poll``, :mod:`appliance.inbound.poll`, beside the one
-that pulls reports) carries the request over the provider's transport out of its
+I/O: the poll that asks (:mod:`appliance.inbound.poll`, run by the puller's loop, the
+one that pulls reports) carries the request over the provider's transport out of its
 ``requests_per_s``, stores the answer raw first (as an inbound webhook's body), and
 files the messages it yields as the inbound route does
 (:class:`~appliance.providers.callbacks.InboundMessage`: suppression on STOP/RET). A
@@ -38,8 +38,9 @@ class InboundAnswer:
 
 class InboundQuery(ProviderPart, ABC):
     """A provider whose inbound messages are fetched by asking, over a time window
-    (asked by :mod:`appliance.inbound.poll`). ``inbound_window_max_s``: the longest
-    window one query may name; a longer one is asked in parts."""
+    (asked by :mod:`appliance.inbound.poll`, in the puller's loop).
+    ``inbound_window_max_s``: the longest window one query may name; a longer one is
+    asked in parts."""
 
     inbound_window_max_s: float = 7 * 86_400.0
 

@@ -23,9 +23,20 @@ at most a second) for more messages to fall due: a campaign's messages fall due 
 fast as they were sent, and asking about each few at once would spend a request on
 them (the figure is in ``docs/benchmarks.md``, "Pulls").
 
-On PostgreSQL the loop runs in one process at a time (``Runtime.singleton``). Its
-counts (``appliance_report_pulls_total{provider,outcome}``, one per message asked
-about) are this process's.
+The same loop polls for inbound messages where a provider keeps them until asked
+(Netgsm: :mod:`appliance.inbound.poll`, handed to :func:`install`). Each step runs the
+two halves one after the other, each on its own schedule (the status pulls: each
+message's due time and backoff, each provider's pace; the inbound poll: each provider
+every ``inbound_poll_s``), and sleeps until the earlier of the two is due (or until woken,
+through the loop's handle). Each half's failures are caught and logged apart, so a
+failing inbound poll never skips the status pulls, nor they it. The halves take turns:
+an inbound query that hangs holds the status pulls for at most the exchange's bound
+(three times ``[sending] submit_timeout_s``), and both go out of the provider's
+``requests_per_s``.
+
+On PostgreSQL the loop, both halves, runs in one process at a time
+(``Runtime.singleton``). Its counts (``appliance_report_pulls_total{provider,outcome}``,
+one per message asked about) are this process's.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import httpx
 
@@ -57,7 +69,7 @@ from appliance.reports.cutoff import HOUR_MS
 from appliance.reports.inbox import RawCallback
 from appliance.reports.pull_schedule import Pacing, due, record_asks
 from appliance.runtime import Runtime
-from appliance.scheduler import Wake
+from appliance.scheduler import Wake, log_failure
 
 log = logging.getLogger("appliance.reports")
 LOOP = "puller"
@@ -104,12 +116,23 @@ def fill_wait_s(lane: PullLane) -> float:
     return min(FILL_MAX_S, FILL_SHARE * lane.provider.settings.pull_after_s)
 
 
-class Puller:
-    """The loop's state: its lanes and its counts."""
+class InboundPoll(Protocol):
+    """The loop's other half: the inbound poll
+    (:class:`appliance.inbound.poll.InboundPoller`, given by the composition root)."""
 
-    def __init__(self, appliance: Runtime, lanes: list[PullLane]) -> None:
+    async def step(self) -> float:
+        """Ask each provider whose turn it is; the seconds until the next one's turn."""
+        ...
+
+
+class Puller:
+    """The loop's state: its lanes and its counts, and the inbound poll it runs too."""
+
+    def __init__(self, appliance: Runtime, lanes: list[PullLane],
+                 inbound: InboundPoll | None = None) -> None:
         self.appliance = appliance
         self.lanes = {lane.name: lane for lane in lanes}
+        self.inbound = inbound
         self.counts: Counter[tuple[str, str]] = Counter()  # (provider, outcome)
         self.requests: Counter[str] = Counter()  # status requests made, by provider
         self.wake: Wake | None = None
@@ -129,6 +152,24 @@ class Puller:
                       window_ms=window_ms)
 
     async def step(self) -> float | None:
+        """One step of the loop: the status pulls, then the inbound poll, each caught
+        apart; the wait until the earlier of the two is due."""
+        waits: list[float] = []
+        if self.lanes:
+            try:
+                waits.append(await self.pull_step())
+            except Exception as exc:  # the inbound poll still goes; pulls look again soon
+                log_failure(log, "status pulls", LOOP, exc)
+                waits.append(POLL_S)
+        if self.inbound is not None:
+            try:
+                waits.append(await self.inbound.step())
+            except Exception as exc:  # each provider's failures are its own: a last guard
+                log_failure(log, "inbound poll", LOOP, exc)
+        return min(waits, default=None)
+
+    async def pull_step(self) -> float:
+        """Ask each provider whose pace allows a request now; the wait until one may."""
         wait = POLL_S
         for lane in self.lanes.values():
             now = time.monotonic()
@@ -242,11 +283,14 @@ def lanes_of(providers: Providers, kinds: Mapping[str, ProviderKind]) -> list[Pu
     return lanes
 
 
-def install(appliance: Runtime, providers: Providers) -> Puller:
-    """The puller over every provider it asks; its loop is registered only when there
-    is one (on PostgreSQL in one process at a time)."""
-    puller = Puller(appliance, lanes_of(providers, providers.kinds))
-    if puller.lanes:
+def install(appliance: Runtime, providers: Providers,
+            inbound: InboundPoll | None = None) -> Puller:
+    """The puller over every provider it asks about messages, running ``inbound`` too
+    (the inbound poll over every provider asked for inbound messages, ``None`` when
+    there is none); its loop is registered only when there is one of either (on
+    PostgreSQL in one process at a time)."""
+    puller = Puller(appliance, lanes_of(providers, providers.kinds), inbound)
+    if puller.lanes or inbound is not None:
         puller.wake = appliance.scheduler.add(LOOP, appliance.singleton(LOOP, puller.step),
                                               interval_s=POLL_S)
     return puller
