@@ -15,11 +15,16 @@ It
 * reads ``numeric`` as ``int`` when it has no fraction (``sum()`` of a ``bigint`` column
   is ``numeric`` in PostgreSQL) and as ``float`` otherwise, and ``boolean`` as 1 or 0
   (``x IS NOT NULL`` in a select list), as SQLite answers;
-* raises :mod:`appliance.store.errors`' classes, never psycopg's.
+* raises :mod:`appliance.store.errors`' classes, never psycopg's;
+* with ``batched`` (the writer's connection): holds back ``BEGIN``, ``SAVEPOINT name``
+  and ``RELEASE name`` and sends them in one message with the next statement, so a
+  savepoint costs no round trip of its own (see :meth:`PgConnection.execute`).
 """
 
 from __future__ import annotations
 
+import functools
+import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -107,6 +112,12 @@ def store_error(exc: BaseException) -> StoreError:
 # -- the connection --------------------------------------------------------------
 
 _DML: Final = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE"})
+# The statements a batched connection holds back: nothing is read of them, and each can
+# fail only where the statement after it would fail too (a transaction already
+# aborted, a lost connection) or for a savepoint name never taken (a bug).
+_HELD: Final = re.compile(r"(BEGIN|SAVEPOINT\s+\w+|RELEASE\s+(SAVEPOINT\s+)?\w+)",
+                          re.IGNORECASE)
+_ROLLBACK: Final = re.compile(r"ROLLBACK(\s+(WORK|TRANSACTION))?", re.IGNORECASE)
 _IDENTITY: dict[str, str] = {}
 
 
@@ -152,38 +163,65 @@ class PgConnection:
     dialect: Final = dialect.POSTGRESQL
 
     def __init__(self, raw: psycopg.Connection[Any],
-                 identity: Mapping[str, str] | None = None, *, configured: bool = False) -> None:
+                 identity: Mapping[str, str] | None = None, *, configured: bool = False,
+                 batched: bool = False) -> None:
         if not raw.autocommit:
             raw.autocommit = True
         if not configured:
             configure_types(raw)
         self.raw = raw
         self.identity = dict(identity_columns() if identity is None else identity)
+        self.batched = batched
+        self.round_trips = 0  # statements (or held statements with one) sent to the server
+        self._held: list[str] = []
+        self._client_cursor: psycopg.ClientCursor[Any] | None = None
         self._changes = 0
         self._total_changes = 0
         self._last_rowid = 0
 
     @classmethod
     def connect(cls, url: str, *, application_name: str = "appliance",
-                connect_timeout_s: float = 10.0) -> PgConnection:
+                connect_timeout_s: float = 10.0, batched: bool = False) -> PgConnection:
         try:
             raw = psycopg.connect(url, autocommit=True, application_name=application_name,
                                   connect_timeout=max(1, int(connect_timeout_s)))
         except psycopg.Error as exc:
             raise store_error(exc) from exc
-        return cls(raw)
+        return cls(raw, batched=batched)
 
     # -- the Connection subset ---------------------------------------------------
     def execute(self, sql: str, params: Params | None = None, /) -> PgCursor:
+        """Run ``sql``; its rows are read at once.
+
+        On a ``batched`` connection, ``BEGIN``, ``SAVEPOINT name`` and ``RELEASE name``
+        are held back and go with the next statement, in one message (the simple query
+        protocol, the values bound here by psycopg's client-side cursor): the server runs
+        them in order, and an error of any stops the rest, raised by that next statement.
+        That is where the unit's code expects it: a held statement cannot fail unless the
+        transaction is already lost, and the statement that lost it raised at once. A
+        full ``ROLLBACK`` drops what is held (it would undo it anyway).
+        """
         with_params = params is not None
+        if self.batched and not with_params and _holdable(sql):
+            self._held.append(sql.strip().rstrip(";"))
+            return PgCursor([])
+        held = self._take_held(sql)
         text = dialect.to_postgresql(sql, with_params)
         returning_id = None
         table = dialect.inserted_table(sql)
         if table is not None and table in self.identity and not dialect.has_returning(sql):
             returning_id = self.identity[table]
             text = f"{text.rstrip().rstrip(';')}\nRETURNING {returning_id}"
+        self.round_trips += 1
         try:
-            cur = self.raw.execute(text, _params(params) if with_params else None)  # type: ignore[arg-type]
+            if not held:
+                cur = self.raw.execute(text, _params(params) if with_params else None)  # type: ignore[arg-type]
+            elif with_params:
+                cur = self._client().execute(held + text, _params(params))  # type: ignore[arg-type]
+            else:
+                cur = self.raw.execute(held + text)
+            while held and cur.nextset():  # to the result of the statement itself
+                pass
             rows = cur.fetchall() if cur.pgresult is not None and cur.description else []
         except psycopg.Error as exc:
             raise store_error(exc) from exc
@@ -198,7 +236,12 @@ class PgConnection:
 
     def executemany(self, sql: str, rows: Iterable[Params], /) -> PgCursor:
         text = dialect.to_postgresql(sql, True)
+        held = self._take_held(sql)
         try:
+            if held:
+                self.round_trips += 1
+                self.raw.execute(held.rstrip("; "))
+            self.round_trips += 1
             with self.raw.cursor() as cur:
                 cur.executemany(text, [_params(r) for r in rows])
                 self._count(cur)
@@ -217,7 +260,8 @@ class PgConnection:
 
     @property
     def in_transaction(self) -> bool:
-        return self.raw.info.transaction_status != pq.TransactionStatus.IDLE
+        # Statements are held only in a transaction, or with the BEGIN that opens one.
+        return bool(self._held) or self.raw.info.transaction_status != pq.TransactionStatus.IDLE
 
     # -- beyond it ------------------------------------------------------------------
     @property
@@ -226,7 +270,23 @@ class PgConnection:
         return self.raw.closed or self.raw.broken
 
     def close(self) -> None:
+        self._held.clear()
         self.raw.close()
+
+    def _take_held(self, sql: str) -> str:
+        """The statements held back, to send before ``sql`` (``"A; B; "``), and none
+        before a full ``ROLLBACK``, which would undo them."""
+        if not self._held:
+            return ""
+        held, self._held = self._held, []
+        if _ROLLBACK.fullmatch(sql.strip().rstrip(";").strip()):
+            return ""
+        return "; ".join(held) + "; "
+
+    def _client(self) -> psycopg.ClientCursor[Any]:
+        if self._client_cursor is None or self._client_cursor.closed:
+            self._client_cursor = psycopg.ClientCursor(self.raw)
+        return self._client_cursor
 
     def _count(self, cur: psycopg.Cursor[Any]) -> None:
         status = (cur.statusmessage or "").split(" ", 1)[0]
@@ -240,6 +300,12 @@ class PgConnection:
         column = self.identity.get(table or "")
         desc = cur.description
         return bool(column and desc and desc[0].name == column)
+
+
+@functools.lru_cache(maxsize=256)
+def _holdable(sql: str) -> bool:
+    """Whether a batched connection holds ``sql`` back (see :meth:`PgConnection.execute`)."""
+    return _HELD.fullmatch(sql.strip().rstrip(";").strip()) is not None
 
 
 def _params(params: Params) -> Sequence[Any] | Mapping[str, Any]:

@@ -54,7 +54,7 @@ class PgEngine:
 
     def connect(self) -> PgConnection:
         conn = PgConnection.connect(self.url, application_name="appliance-writer",
-                                    connect_timeout_s=self.connect_timeout_s)
+                                    connect_timeout_s=self.connect_timeout_s, batched=True)
         try:
             session_settings(conn, self.synchronous, self.busy_timeout_ms)
         except BaseException:

@@ -206,3 +206,44 @@ def test_connections_of_threads_do_not_mix(pg_url: str) -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_the_writers_connection_sends_savepoints_with_the_next_statement(pg_url: str) -> None:
+    """``batched`` (the writer's connection): ``BEGIN``, ``SAVEPOINT`` and ``RELEASE`` cost
+    no round trip of their own, and a unit's error and rollback to its savepoint are as
+    on a connection that sends each at once."""
+    c = PgConnection.connect(pg_url, batched=True)
+    try:
+        c.identity["items"] = "id"
+        c.execute(TABLE)
+        start = c.round_trips
+        c.execute("BEGIN")
+        c.execute("SAVEPOINT unit")
+        assert c.in_transaction
+        # Values bound with the held statements: a bool, bytes, a large int, as ever.
+        c.execute("INSERT INTO items (name, flag, body, n) VALUES (?, ?, ?, ?)",
+                  ("one", True, b"\x00\xff'", 2**40))
+        assert c.last_insert_rowid() > 0 and c.changes() == 1
+        assert c.round_trips - start == 1
+        c.execute("RELEASE unit")
+        c.execute("SAVEPOINT unit")
+        with pytest.raises(IntegrityError):
+            c.execute("INSERT INTO items (name) VALUES (?)", ("one",))
+        c.execute("ROLLBACK TO unit")
+        c.execute("RELEASE unit")
+        c.execute("SAVEPOINT unit")
+        c.execute("INSERT INTO items (name) VALUES ('two')")
+        c.execute("RELEASE unit")
+        c.execute("COMMIT")
+        assert not c.in_transaction
+        assert c.round_trips - start == 5
+        assert c.execute("SELECT name, flag, body, n FROM items ORDER BY id").fetchall() == [
+            ("one", 1, b"\x00\xff'", 2**40), ("two", None, None, 0)]
+        # A full ROLLBACK drops what is held: nothing to send, nothing left open.
+        c.execute("BEGIN")
+        c.execute("SAVEPOINT unit")
+        c.execute("ROLLBACK")
+        assert not c.in_transaction
+        assert c.execute("SELECT count(*) FROM items").fetchone() == (2,)
+    finally:
+        c.close()
