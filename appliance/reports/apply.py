@@ -36,14 +36,18 @@ from typing import Any
 from appliance.providers.iys import IYS_ERROR, refused_for_iys
 from appliance.reports.aggregate import PartView, aggregate, finalised_at
 from appliance.reports.inbox import (
+    ROWS_A_STATEMENT,
     WAITING_COLUMNS,
     InboxReport,
     RawCallback,
     Waiting,
     defer,
+    defer_all,
     file_report,
+    file_report_all,
     mark_raw_unparsed,
     store_raw,
+    store_raw_all,
     waiting_from_row,
 )
 from appliance.reports.states import (
@@ -92,6 +96,15 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+_MESSAGE_COLUMNS = "id, ref, state, state_at, finalised_at, provider_msg_id, error"
+
+
+def _message(found: Sequence[Any]) -> MessageState:
+    return MessageState(as_int(found[0]), str(found[1]), str(found[2]), as_int(found[3]),
+                        None if found[4] is None else int(found[4]), _text(found[5]),
+                        _text(found[6]))
+
+
 def find_message(conn: Connection, row: Waiting) -> MessageState | None:
     """The message a report is about, if it is in the database yet (MSG-6: only among
     the messages sent through the provider that sent the report).
@@ -103,8 +116,7 @@ def find_message(conn: Connection, row: Waiting) -> MessageState | None:
     writer already settles one report at a time.
     """
     lock = dialect.of(conn).for_update
-    select = ("SELECT id, ref, state, state_at, finalised_at, provider_msg_id, error"
-              " FROM messages")
+    select = "SELECT " + _MESSAGE_COLUMNS + " FROM messages"
     found = None
     if row.ref:
         found = conn.execute(select + " WHERE ref = ? AND provider = ?" + lock,
@@ -122,9 +134,31 @@ def find_message(conn: Connection, row: Waiting) -> MessageState | None:
                 (row.provider, row.provider_msg_id)).fetchone()
     if found is None:
         return None
-    return MessageState(as_int(found[0]), str(found[1]), str(found[2]), as_int(found[3]),
-                        None if found[4] is None else int(found[4]), _text(found[5]),
-                        _text(found[6]))
+    return _message(found)
+
+
+def find_messages_by_ref(conn: Connection, rows: Sequence[Waiting]
+                         ) -> dict[tuple[str, str], MessageState]:
+    """The messages the rows with a ``ref`` are about, by ``(provider, ref)``, as
+    :func:`find_message` finds (and locks) each: one statement a provider and
+    :data:`ROWS_A_STATEMENT` refs, locking in the order of the messages' ids."""
+    lock = dialect.of(conn).for_update
+    by_provider: dict[str, set[str]] = {}
+    for row in rows:
+        if row.ref:
+            by_provider.setdefault(row.provider, set()).add(row.ref)
+    found: dict[tuple[str, str], MessageState] = {}
+    for provider, refs in by_provider.items():
+        wanted = sorted(refs)
+        for start in range(0, len(wanted), ROWS_A_STATEMENT):
+            part = wanted[start:start + ROWS_A_STATEMENT]
+            for r in conn.execute(
+                    "SELECT " + _MESSAGE_COLUMNS + " FROM messages WHERE provider = ?"
+                    f" AND ref IN ({','.join('?' * len(part))}) ORDER BY id" + lock,
+                    (provider, *part)):
+                message = _message(r)
+                found[(provider, message.ref)] = message
+    return found
 
 
 def read_parts(conn: Connection, message: MessageState) -> list[PartState]:
@@ -190,6 +224,37 @@ def settle(conn: Connection, row: Waiting, now_ms: int) -> Verdict:
     if message is None or message.state in NOT_YET_SENT:
         defer(conn, row, now_ms)
         return Verdict.WAIT
+    return settle_found(conn, row, message, now_ms)
+
+
+def settle_all(conn: Connection, rows: Sequence[Waiting], now_ms: int) -> list[Verdict]:
+    """:func:`settle` of each row, in order, with the messages of the rows that carry a
+    ``ref`` looked up (and locked) together and the rows left waiting deferred
+    together: an unknown report costs no statement of its own. A message two rows are
+    about is read again for the second (the first may have changed it)."""
+    found = find_messages_by_ref(conn, rows)
+    verdicts: list[Verdict] = []
+    waiting: list[Waiting] = []
+    used: set[tuple[str, str]] = set()
+    for row in rows:
+        key = (row.provider, row.ref)
+        message = found.get(key) if row.ref else None
+        if row.ref and (message is None or message.state in NOT_YET_SENT):
+            # Nothing this batch settles makes a message, or sends one not yet sent.
+            waiting.append(row)
+            verdicts.append(Verdict.WAIT)
+        elif message is not None and key not in used:
+            used.add(key)
+            verdicts.append(settle_found(conn, row, message, now_ms))
+        else:
+            verdicts.append(settle(conn, row, now_ms))
+    defer_all(conn, waiting, now_ms)
+    return verdicts
+
+
+def settle_found(conn: Connection, row: Waiting, message: MessageState, now_ms: int
+                 ) -> Verdict:
+    """:func:`settle` of ``row`` about ``message``, sent and read (locked) in this unit."""
     parts = read_parts(conn, message)
     targets = _targets(parts, row, is_final(message.state))
     applied = False
@@ -285,6 +350,40 @@ def receive(conn: Connection, raw: RawCallback, reports: Sequence[InboxReport],
     return receipt
 
 
+Callback = tuple[RawCallback, Sequence[InboxReport], str | None]  # raw, reports, parse error
+
+
+def receive_all(conn: Connection, callbacks: Sequence[Callback], now_ms: int) -> list[Receipt]:
+    """:func:`receive` of several callbacks, each statement written once for all of them
+    (the raw rows, the reports filed, the messages looked up, the reports deferred),
+    with each one's :class:`Receipt` as :func:`receive` would give it.
+
+    Nothing is contained here: a report that cannot be filed or applied raises, and the
+    caller undoes the whole call (a savepoint around it) and takes the callbacks one by
+    one with :func:`receive`, which keeps such a callback raw and the others whole.
+    """
+    raw_ids = store_raw_all(conn, [(raw, error) for raw, _, error in callbacks], now_ms)
+    receipts = [Receipt(raw_id, error=error)
+                for raw_id, (_, _, error) in zip(raw_ids, callbacks, strict=True)]
+    filing = [(i, report) for i, (_, reports, error) in enumerate(callbacks)
+              if error is None for report in reports]
+    rows = file_report_all(conn, [(report, raw_ids[i]) for i, report in filing], now_ms)
+    new: list[tuple[int, InboxReport, Waiting]] = []
+    for (i, report), row in zip(filing, rows, strict=True):
+        if row is None:
+            receipts[i].repeats += 1
+        else:
+            receipts[i].filed += 1
+            new.append((i, report, row))
+    verdicts = settle_all(conn, [row for _, _, row in new], now_ms)
+    for (i, report, _), verdict in zip(new, verdicts, strict=True):
+        receipt = receipts[i]
+        receipt.outcomes[verdict.value] = receipt.outcomes.get(verdict.value, 0) + 1
+        if verdict is Verdict.WAIT:
+            receipt.waiting.append(report.ref or f"{report.provider}:{report.provider_msg_id}")
+    return receipts
+
+
 def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
     for start in range(0, len(values), _IN_CHUNK):
         yield values[start:start + _IN_CHUNK]
@@ -334,7 +433,6 @@ def apply_waiting_for_refs(conn: Connection, refs: Iterable[str], now_ms: int,
 def settle_due(conn: Connection, rows: Sequence[Waiting], now_ms: int) -> dict[str, int]:
     """Try each due row once (the reconciler's unit); counts by verdict."""
     counts: dict[str, int] = {}
-    for row in rows:
-        verdict = settle(conn, row, now_ms)
+    for verdict in settle_all(conn, rows, now_ms):
         counts[verdict.value] = counts.get(verdict.value, 0) + 1
     return counts

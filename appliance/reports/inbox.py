@@ -13,6 +13,7 @@ Everything here is a part of a write unit: functions of the writer's connection.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from appliance.providers import ParsedReport
@@ -113,12 +114,19 @@ def waiting_from_row(row: tuple[object, ...]) -> Waiting:
     )
 
 
+# Rows a statement of the ``*_all`` functions writes at most (their parameters stay
+# far under SQLite's and PostgreSQL's limits).
+ROWS_A_STATEMENT = 500
+_INSERT_RAW = ("INSERT INTO raw_reports (provider, method, content_type, query, body,"
+               " received_at, parsed, error) VALUES ")
+_RAW_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?)"
+
+
 def store_raw(conn: Connection, raw: RawCallback, now_ms: int, parsed: bool,
               error: str | None) -> int:
     """Keep the callback as received; returns its id."""
     row = conn.execute(
-        "INSERT INTO raw_reports (provider, method, content_type, query, body, received_at,"
-        " parsed, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        _INSERT_RAW + _RAW_VALUES + " RETURNING id",
         (raw.provider, raw.method, raw.content_type, raw.query, raw.body, now_ms,
          1 if parsed else 0, error),
     ).fetchone()
@@ -126,8 +134,47 @@ def store_raw(conn: Connection, raw: RawCallback, now_ms: int, parsed: bool,
     return as_int(row[0])
 
 
+def store_raw_all(conn: Connection, raws: Sequence[tuple[RawCallback, str | None]],
+                  now_ms: int) -> list[int]:
+    """:func:`store_raw` of each ``(callback, parse error)``, in one statement a
+    :data:`ROWS_A_STATEMENT`; their ids in the same order (a statement's rows take
+    ascending ids in the order of its ``VALUES``, on both engines)."""
+    ids: list[int] = []
+    for start in range(0, len(raws), ROWS_A_STATEMENT):
+        part = raws[start:start + ROWS_A_STATEMENT]
+        params: list[object] = []
+        for raw, error in part:
+            params += (raw.provider, raw.method, raw.content_type, raw.query, raw.body,
+                       now_ms, 1 if error is None else 0, error)
+        rows = conn.execute(_INSERT_RAW + ", ".join([_RAW_VALUES] * len(part))
+                            + " RETURNING id", params).fetchall()
+        ids += sorted(as_int(r[0]) for r in rows)
+    return ids
+
+
 def mark_raw_unparsed(conn: Connection, raw_id: int, error: str) -> None:
     conn.execute("UPDATE raw_reports SET parsed = 0, error = ? WHERE id = ?", (error, raw_id))
+
+
+_INSERT_REPORT = ("INSERT INTO report_inbox (provider, ref, provider_msg_id, status,"
+                  " reported_at, state, error_code, raw_id, received_at, next_try_at, source)"
+                  " VALUES ")
+_REPORT_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ON_REPEAT = (" ON CONFLICT (ref, provider_msg_id, status, reported_at, provider)"
+              " DO UPDATE SET repeats = report_inbox.repeats + 1"
+              " RETURNING " + WAITING_COLUMNS + ", repeats")
+ReportKey = tuple[str, str, str, int, str]  # the inbox's unique key, as its columns read
+
+
+def _report_values(report: InboxReport, raw_id: int | None, now_ms: int) -> tuple[object, ...]:
+    return (report.provider, report.ref, report.provider_msg_id, report.status,
+            max(report.reported_at, 0), report.state, report.error_code, raw_id, now_ms,
+            now_ms, report.source)
+
+
+def _report_key(report: InboxReport) -> ReportKey:
+    return (report.ref, report.provider_msg_id, report.status, max(report.reported_at, 0),
+            report.provider)
 
 
 def file_report(conn: Connection, report: InboxReport, raw_id: int | None,
@@ -135,21 +182,34 @@ def file_report(conn: Connection, report: InboxReport, raw_id: int | None,
     """File ``report``; the new waiting row, or ``None`` when it is a repeat (the same
     fact however it came: a pulled report and the same one pushed are one row, whose
     ``source`` is how it came first)."""
-    row = conn.execute(
-        "INSERT INTO report_inbox (provider, ref, provider_msg_id, status, reported_at, state,"
-        " error_code, raw_id, received_at, next_try_at, source)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (ref, provider_msg_id, status, reported_at, provider)"
-        " DO UPDATE SET repeats = report_inbox.repeats + 1"
-        " RETURNING " + WAITING_COLUMNS + ", repeats",
-        (report.provider, report.ref, report.provider_msg_id, report.status,
-         max(report.reported_at, 0), report.state, report.error_code, raw_id, now_ms,
-         now_ms, report.source),
-    ).fetchone()
+    row = conn.execute(_INSERT_REPORT + _REPORT_VALUES + _ON_REPEAT,
+                       _report_values(report, raw_id, now_ms)).fetchone()
     assert row is not None
     if as_int(row[9]) > 0:
         return None
     return waiting_from_row(row)
+
+
+def file_report_all(conn: Connection, reports: Sequence[tuple[InboxReport, int | None]],
+                    now_ms: int) -> list[Waiting | None]:
+    """:func:`file_report` of each ``(report, raw id)``, in order: in one statement a
+    :data:`ROWS_A_STATEMENT` when no two are the same fact (one statement cannot both
+    insert a row and count a repeat of it on PostgreSQL), else one by one."""
+    keys = [_report_key(report) for report, _ in reports]
+    if len(set(keys)) < len(keys):
+        return [file_report(conn, report, raw_id, now_ms) for report, raw_id in reports]
+    filed: dict[ReportKey, Waiting | None] = {}
+    for start in range(0, len(reports), ROWS_A_STATEMENT):
+        part = reports[start:start + ROWS_A_STATEMENT]
+        params: list[object] = []
+        for report, raw_id in part:
+            params += _report_values(report, raw_id, now_ms)
+        for row in conn.execute(_INSERT_REPORT + ", ".join([_REPORT_VALUES] * len(part))
+                                + _ON_REPEAT, params).fetchall():
+            waiting = waiting_from_row(row)
+            filed[(waiting.ref, waiting.provider_msg_id, waiting.status, waiting.reported_at,
+                   waiting.provider)] = None if as_int(row[9]) > 0 else waiting
+    return [filed[key] for key in keys]
 
 
 def defer(conn: Connection, row: Waiting, now_ms: int) -> int:
@@ -160,6 +220,21 @@ def defer(conn: Connection, row: Waiting, now_ms: int) -> int:
         (due, row.id),
     )
     return due
+
+
+def defer_all(conn: Connection, rows: Sequence[Waiting], now_ms: int) -> None:
+    """:func:`defer` of each row: one statement for the rows of one number of attempts
+    (the same delay), a :data:`ROWS_A_STATEMENT` at most."""
+    by_attempts: dict[int, list[int]] = {}
+    for row in rows:
+        by_attempts.setdefault(row.attempts, []).append(row.id)
+    for attempts, ids in by_attempts.items():
+        for start in range(0, len(ids), ROWS_A_STATEMENT):
+            part = ids[start:start + ROWS_A_STATEMENT]
+            conn.execute(
+                "UPDATE report_inbox SET attempts = attempts + 1, next_try_at = ?"
+                f" WHERE id IN ({','.join('?' * len(part))})",
+                (now_ms + next_delay_ms(attempts), *part))
 
 
 def due_rows(conn: Connection, now_ms: int, limit: int, claim: bool = False) -> list[Waiting]:

@@ -46,7 +46,7 @@ from appliance.config import Settings
 from appliance.inbound.store import InboundRules
 from appliance.ops.observability.metrics import Metrics
 from appliance.providers import InboundMessage
-from appliance.reports.apply import Receipt
+from appliance.reports.apply import Receipt, receive_all
 from appliance.reports.inbox import InboxReport, RawCallback
 from appliance.reports.intake_link import frame, frames
 from appliance.runtime import Runtime
@@ -123,7 +123,17 @@ def store_batch(conn: Connection, batch: list[Callback], now_ms: int,
                 settings: Settings) -> list[Receipt | None]:
     """The write unit of the callbacks of one read: each the route's own unit
     (:func:`~appliance.web.callback_check.receive_push`) under a savepoint of its own,
-    so one that fails is undone alone (``None``); a storage error fails them all."""
+    so one that fails is undone alone (``None``); a storage error fails them all.
+
+    Callbacks of reports alone (no inbound messages) are first stored together
+    (:func:`~appliance.reports.apply.receive_all`: a few statements for all of them,
+    not a few each, which on PostgreSQL are as many round trips); when that raises, it
+    is undone and they are taken one by one as above, so the outcome of each is the
+    same either way."""
+    if not any(inbound or inbound_error is not None for *_, inbound, inbound_error in batch):
+        together = _store_together(conn, batch, now_ms)
+        if together is not None:
+            return together
     receipts: list[Receipt | None] = []
     for _, name, raw, reports, parse_error, _, inbound, inbound_error in batch:
         conn.execute("SAVEPOINT intake")
@@ -142,6 +152,24 @@ def store_batch(conn: Connection, batch: list[Callback], now_ms: int,
             receipts.append(None)
         conn.execute("RELEASE intake")
     return receipts
+
+
+def _store_together(conn: Connection, batch: list[Callback], now_ms: int
+                    ) -> list[Receipt | None] | None:
+    """The batch's callbacks by :func:`~appliance.reports.apply.receive_all`, under one
+    savepoint; ``None`` (nothing stored) when one of them raised."""
+    conn.execute("SAVEPOINT intake_all")
+    try:
+        receipts = receive_all(conn, [(raw, reports, parse_error)
+                                      for _, _, raw, reports, parse_error, *_ in batch], now_ms)
+    except STORAGE_ERRORS:
+        raise
+    except Exception:
+        conn.execute("ROLLBACK TO intake_all")
+        conn.execute("RELEASE intake_all")
+        return None
+    conn.execute("RELEASE intake_all")
+    return list(receipts)
 
 
 class ReportIntake:

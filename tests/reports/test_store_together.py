@@ -1,0 +1,113 @@
+"""Callbacks stored together (the report intake's unit, ``store_batch``, and the
+reconciler's, ``settle_due``): each callback answered as when taken one by one, one bad
+callback never costing the others, and on PostgreSQL a few round trips for a whole
+batch rather than a few for each callback (DLR-2, DLR-4, SCALE-2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appliance.config import Settings
+from appliance.reports.apply import Receipt, settle_due
+from appliance.reports.inbox import RawCallback, due_rows
+from appliance.store import Store
+from appliance.store.connection import Connection
+from appliance.store.pg import PgConnection
+from appliance.store.pg_store import open_postgresql
+from appliance.web.intake_process import Callback, store_batch
+from tests.reports.support import PROVIDER, add_account, add_message, inbox_rows, message, one
+from tests.reports.support import report as a_report
+
+NOW = 1_700_000_000_000
+# Past a 64-bit integer: neither engine can file a report that was sent at this time,
+# so its callback's interpretation fails (as a report that breaks a rule would).
+UNSTORABLE_AT = 2**64
+
+
+def callback(n: int, reports: list[Any], parse_error: str | None = None) -> Callback:
+    raw = RawCallback(PROVIDER, "POST", "application/json", "", b'{"n": %d}' % n)
+    return (n, PROVIDER, raw, reports, parse_error, None, [], None)
+
+
+def store(s: Store[Any], batch: list[Callback]) -> list[Receipt | None]:
+    return s.writer.call(lambda c: store_batch(c, batch, NOW, Settings()))
+
+
+def test_a_bad_callback_is_kept_raw_and_the_others_of_its_batch_are_stored(
+        store_on_both: Store[Any]) -> None:
+    def messages(c: Connection) -> None:
+        account = add_account(c)
+        add_message(c, account, "known")
+        add_message(c, account, "twice")
+    store_on_both.writer.call(messages)
+    receipts = store(store_on_both, [
+        callback(1, [a_report("unknown", "DELIVERED", 1000)]),
+        callback(2, [a_report("known", "DELIVERED", 2000)]),
+        callback(3, [a_report("bad", "DELIVERED", UNSTORABLE_AT)]),
+        callback(4, [], parse_error="not JSON"),
+        callback(5, [a_report("twice", "ENROUTE", 3000), a_report("twice", "DELIVERED", 4000)]),
+    ])
+    assert all(r is not None for r in receipts)  # each answered 2xx: on disk
+    unknown, known, bad, unparsed, twice = [r for r in receipts if r is not None]
+    assert (unknown.filed, unknown.outcomes, unknown.waiting) == (1, {"WAIT": 1}, ["unknown"])
+    assert (known.filed, known.outcomes, known.error) == (1, {"APPLY": 1}, None)
+    assert bad.filed == 0 and bad.error is not None
+    assert unparsed.error == "not JSON" and unparsed.filed == 0
+    assert (twice.filed, twice.outcomes) == (2, {"APPLY": 2})
+
+    def read(c: Connection) -> dict[str, Any]:
+        return {
+            "raw": one(c, "SELECT count(*) FROM raw_reports")[0],
+            "bad": one(c, "SELECT parsed, error IS NOT NULL FROM raw_reports WHERE id = ?",
+                       bad.raw_id),
+            "unparsed": one(c, "SELECT parsed FROM raw_reports WHERE id = ?",
+                            unparsed.raw_id)[0],
+            "unknown": [(r["attempts"], r["next_try_at"], r["applied_at"], r["raw_id"])
+                        for r in inbox_rows(c, "unknown")],
+            "known": message(c, "known")["state"],
+            "twice": message(c, "twice")["state"],
+            "filed": one(c, "SELECT count(*) FROM report_inbox")[0],
+        }
+    got = store_on_both.readers.call(read)
+    assert got["raw"] == 5
+    assert got["bad"] == (0, 1)  # kept raw, marked unparsed with the reason
+    assert got["unparsed"] == 0
+    assert got["unknown"] == [(1, NOW + 1000, None, unknown.raw_id)]  # waiting, next in 1 s
+    assert (got["known"], got["twice"]) == ("DELIVERED", "DELIVERED")
+    assert got["filed"] == 4
+
+
+def test_a_repeat_in_the_same_batch_is_counted_as_a_repeat(store_on_both: Store[Any]) -> None:
+    same = a_report("again", "DELIVERED", 1000)
+    receipts = store(store_on_both, [callback(1, [same]), callback(2, [same])])
+    assert [(r.filed, r.repeats) for r in receipts if r is not None] == [(1, 0), (0, 1)]
+    rows = store_on_both.readers.call(lambda c: inbox_rows(c, "again"))
+    assert [(r["repeats"], r["attempts"]) for r in rows] == [(1, 1)]
+
+
+def round_trips(s: Store[Any], unit: Any) -> tuple[int, Any]:
+    def counted(c: PgConnection) -> tuple[int, Any]:
+        before = c.round_trips
+        value = unit(c)
+        return c.round_trips - before, value
+    return s.writer.call(counted)
+
+
+def test_on_postgresql_a_batch_of_unknown_reports_costs_four_round_trips(pg_url: str) -> None:
+    s = open_postgresql(pg_url, read_connections=1)
+    try:
+        batch = [callback(i, [a_report(f"u-{i}", "DELIVERED", 1000 + i)]) for i in range(20)]
+        trips, receipts = round_trips(s, lambda c: store_batch(c, batch, NOW, Settings()))
+        # The raw rows, the reports filed, their messages looked up, the reports deferred:
+        # one statement each for the whole batch, its savepoints sent with them.
+        assert trips == 4
+        assert [r.outcomes for r in receipts] == [{"WAIT": 1}] * 20
+        # The reconciler's next try of all twenty: the due rows, the messages, the deferral.
+        trips, counts = round_trips(
+            s, lambda c: settle_due(c, due_rows(c, NOW + 1000, 500, claim=True), NOW + 1000))
+        assert (trips, counts) == (3, {"WAIT": 20})
+        attempts = s.readers.call(lambda c: one(
+            c, "SELECT min(attempts), max(attempts), min(next_try_at) FROM report_inbox"))
+        assert attempts == (2, 2, NOW + 1000 + 5000)
+    finally:
+        s.close()
