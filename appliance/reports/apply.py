@@ -137,16 +137,16 @@ def find_message(conn: Connection, row: Waiting) -> MessageState | None:
     return _message(found)
 
 
-def find_messages_by_ref(conn: Connection, rows: Sequence[Waiting]
+def find_messages_by_ref(conn: Connection, keys: Iterable[tuple[str, str]]
                          ) -> dict[tuple[str, str], MessageState]:
-    """The messages the rows with a ``ref`` are about, by ``(provider, ref)``, as
+    """The messages of these ``(provider, ref)`` (an empty ref is passed over), as
     :func:`find_message` finds (and locks) each: one statement a provider and
     :data:`ROWS_A_STATEMENT` refs, locking in the order of the messages' ids."""
     lock = dialect.of(conn).for_update
     by_provider: dict[str, set[str]] = {}
-    for row in rows:
-        if row.ref:
-            by_provider.setdefault(row.provider, set()).add(row.ref)
+    for provider, ref in keys:
+        if ref:
+            by_provider.setdefault(provider, set()).add(ref)
     found: dict[tuple[str, str], MessageState] = {}
     for provider, refs in by_provider.items():
         wanted = sorted(refs)
@@ -227,19 +227,27 @@ def settle(conn: Connection, row: Waiting, now_ms: int) -> Verdict:
     return settle_found(conn, row, message, now_ms)
 
 
-def settle_all(conn: Connection, rows: Sequence[Waiting], now_ms: int) -> list[Verdict]:
+def not_ready(message: MessageState | None) -> bool:
+    """A report about ``message`` waits: it is not in the database yet, or not sent."""
+    return message is None or message.state in NOT_YET_SENT
+
+
+def settle_all(conn: Connection, rows: Sequence[Waiting], now_ms: int,
+               found: dict[tuple[str, str], MessageState] | None = None) -> list[Verdict]:
     """:func:`settle` of each row, in order, with the messages of the rows that carry a
-    ``ref`` looked up (and locked) together and the rows left waiting deferred
-    together: an unknown report costs no statement of its own. A message two rows are
-    about is read again for the second (the first may have changed it)."""
-    found = find_messages_by_ref(conn, rows)
+    ``ref`` looked up (and locked) together (``found``: already looked up in this
+    unit) and the rows left waiting deferred together: an unknown report costs no
+    statement of its own. A message two rows are about is read again for the second
+    (the first may have changed it)."""
+    if found is None:
+        found = find_messages_by_ref(conn, [(row.provider, row.ref) for row in rows])
     verdicts: list[Verdict] = []
     waiting: list[Waiting] = []
     used: set[tuple[str, str]] = set()
     for row in rows:
         key = (row.provider, row.ref)
         message = found.get(key) if row.ref else None
-        if row.ref and (message is None or message.state in NOT_YET_SENT):
+        if row.ref and not_ready(message):
             # Nothing this batch settles makes a message, or sends one not yet sent.
             waiting.append(row)
             verdicts.append(Verdict.WAIT)
@@ -367,16 +375,30 @@ def receive_all(conn: Connection, callbacks: Sequence[Callback], now_ms: int) ->
                 for raw_id, (_, _, error) in zip(raw_ids, callbacks, strict=True)]
     filing = [(i, report) for i, (_, reports, error) in enumerate(callbacks)
               if error is None for report in reports]
-    rows = file_report_all(conn, [(report, raw_ids[i]) for i, report in filing], now_ms)
-    new: list[tuple[int, InboxReport, Waiting]] = []
-    for (i, report), row in zip(filing, rows, strict=True):
+    # The messages first: a report whose message is not there is filed deferred once,
+    # as settling it would leave it, in the statement that files it.
+    found = find_messages_by_ref(conn, [(report.provider, report.ref) for _, report in filing])
+    tried = {n for n, (_, report) in enumerate(filing)
+             if report.ref and not_ready(found.get((report.provider, report.ref)))}
+    rows = file_report_all(conn, [(report, raw_ids[i]) for i, report in filing], now_ms,
+                           tried)
+    verdict_of: dict[int, Verdict] = {}
+    settling: list[tuple[int, Waiting]] = []
+    for n, ((i, _), row) in enumerate(zip(filing, rows, strict=True)):
         if row is None:
             receipts[i].repeats += 1
+            continue
+        receipts[i].filed += 1
+        if n in tried:
+            verdict_of[n] = Verdict.WAIT
         else:
-            receipts[i].filed += 1
-            new.append((i, report, row))
-    verdicts = settle_all(conn, [row for _, _, row in new], now_ms)
-    for (i, report, _), verdict in zip(new, verdicts, strict=True):
+            settling.append((n, row))
+    verdicts = settle_all(conn, [row for _, row in settling], now_ms, found)
+    verdict_of.update((n, verdict) for (n, _), verdict in zip(settling, verdicts, strict=True))
+    for n, (i, report) in enumerate(filing):
+        verdict = verdict_of.get(n)
+        if verdict is None:  # a repeat
+            continue
         receipt = receipts[i]
         receipt.outcomes[verdict.value] = receipt.outcomes.get(verdict.value, 0) + 1
         if verdict is Verdict.WAIT:

@@ -13,7 +13,7 @@ Everything here is a part of a write unit: functions of the writer's connection.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from appliance.providers import ParsedReport
@@ -157,19 +157,22 @@ def mark_raw_unparsed(conn: Connection, raw_id: int, error: str) -> None:
 
 
 _INSERT_REPORT = ("INSERT INTO report_inbox (provider, ref, provider_msg_id, status,"
-                  " reported_at, state, error_code, raw_id, received_at, next_try_at, source)"
-                  " VALUES ")
-_REPORT_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                  " reported_at, state, error_code, raw_id, received_at, next_try_at, source,"
+                  " attempts) VALUES ")
+_REPORT_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _ON_REPEAT = (" ON CONFLICT (ref, provider_msg_id, status, reported_at, provider)"
               " DO UPDATE SET repeats = report_inbox.repeats + 1"
               " RETURNING " + WAITING_COLUMNS + ", repeats")
 ReportKey = tuple[str, str, str, int, str]  # the inbox's unique key, as its columns read
 
 
-def _report_values(report: InboxReport, raw_id: int | None, now_ms: int) -> tuple[object, ...]:
+def _report_values(report: InboxReport, raw_id: int | None, now_ms: int,
+                   tried: bool) -> tuple[object, ...]:
+    """The row's values; ``tried``: filed as :func:`defer` leaves a row after its first
+    match attempt (its message is known not to be there yet)."""
     return (report.provider, report.ref, report.provider_msg_id, report.status,
             max(report.reported_at, 0), report.state, report.error_code, raw_id, now_ms,
-            now_ms, report.source)
+            now_ms + next_delay_ms(0) if tried else now_ms, report.source, 1 if tried else 0)
 
 
 def _report_key(report: InboxReport) -> ReportKey:
@@ -178,12 +181,13 @@ def _report_key(report: InboxReport) -> ReportKey:
 
 
 def file_report(conn: Connection, report: InboxReport, raw_id: int | None,
-                now_ms: int) -> Waiting | None:
+                now_ms: int, tried: bool = False) -> Waiting | None:
     """File ``report``; the new waiting row, or ``None`` when it is a repeat (the same
     fact however it came: a pulled report and the same one pushed are one row, whose
-    ``source`` is how it came first)."""
+    ``source`` is how it came first). ``tried``: its message is known not to be there
+    yet, so the row is filed as deferred once (:func:`defer`) in the same statement."""
     row = conn.execute(_INSERT_REPORT + _REPORT_VALUES + _ON_REPEAT,
-                       _report_values(report, raw_id, now_ms)).fetchone()
+                       _report_values(report, raw_id, now_ms, tried)).fetchone()
     assert row is not None
     if as_int(row[9]) > 0:
         return None
@@ -191,19 +195,21 @@ def file_report(conn: Connection, report: InboxReport, raw_id: int | None,
 
 
 def file_report_all(conn: Connection, reports: Sequence[tuple[InboxReport, int | None]],
-                    now_ms: int) -> list[Waiting | None]:
-    """:func:`file_report` of each ``(report, raw id)``, in order: in one statement a
-    :data:`ROWS_A_STATEMENT` when no two are the same fact (one statement cannot both
-    insert a row and count a repeat of it on PostgreSQL), else one by one."""
+                    now_ms: int, tried: Collection[int] = ()) -> list[Waiting | None]:
+    """:func:`file_report` of each ``(report, raw id)``, in order (``tried``: the
+    positions of those filed as ``tried``): in one statement a :data:`ROWS_A_STATEMENT`
+    when no two are the same fact (one statement cannot both insert a row and count a
+    repeat of it on PostgreSQL), else one by one."""
     keys = [_report_key(report) for report, _ in reports]
     if len(set(keys)) < len(keys):
-        return [file_report(conn, report, raw_id, now_ms) for report, raw_id in reports]
+        return [file_report(conn, report, raw_id, now_ms, n in tried)
+                for n, (report, raw_id) in enumerate(reports)]
     filed: dict[ReportKey, Waiting | None] = {}
     for start in range(0, len(reports), ROWS_A_STATEMENT):
         part = reports[start:start + ROWS_A_STATEMENT]
         params: list[object] = []
-        for report, raw_id in part:
-            params += _report_values(report, raw_id, now_ms)
+        for n, (report, raw_id) in enumerate(part, start):
+            params += _report_values(report, raw_id, now_ms, n in tried)
         for row in conn.execute(_INSERT_REPORT + ", ".join([_REPORT_VALUES] * len(part))
                                 + _ON_REPEAT, params).fetchall():
             waiting = waiting_from_row(row)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from appliance.config import Settings
 from appliance.reports.apply import Receipt, settle_due
 from appliance.reports.inbox import RawCallback, due_rows
@@ -14,7 +16,9 @@ from appliance.store import Store
 from appliance.store.connection import Connection
 from appliance.store.pg import PgConnection
 from appliance.store.pg_store import open_postgresql
+from appliance.web import intake_process
 from appliance.web.intake_process import Callback, store_batch
+from appliance.web.intake_process import _store_together as store_together
 from tests.reports.support import PROVIDER, add_account, add_message, inbox_rows, message, one
 from tests.reports.support import report as a_report
 
@@ -33,48 +37,74 @@ def store(s: Store[Any], batch: list[Callback]) -> list[Receipt | None]:
     return s.writer.call(lambda c: store_batch(c, batch, NOW, Settings()))
 
 
-def test_a_bad_callback_is_kept_raw_and_the_others_of_its_batch_are_stored(
-        store_on_both: Store[Any]) -> None:
+@pytest.mark.parametrize("with_bad", [False, True], ids=["together", "one-bad"])
+def test_each_callback_of_a_batch_is_stored_as_alone_and_a_bad_one_costs_no_other(
+        store_on_both: Store[Any], with_bad: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored together (``with_bad`` False) or, as one of them cannot be filed, one by
+    one after the try together was undone: each answered as it would be alone."""
     def messages(c: Connection) -> None:
         account = add_account(c)
         add_message(c, account, "known")
         add_message(c, account, "twice")
+        add_message(c, account, "queued", state="QUEUED", submitted_at=None)
+        add_message(c, account, "by-id", provider_msg_id="p-1")
     store_on_both.writer.call(messages)
-    receipts = store(store_on_both, [
+    batch = [
         callback(1, [a_report("unknown", "DELIVERED", 1000)]),
         callback(2, [a_report("known", "DELIVERED", 2000)]),
         callback(3, [a_report("bad", "DELIVERED", UNSTORABLE_AT)]),
         callback(4, [], parse_error="not JSON"),
         callback(5, [a_report("twice", "ENROUTE", 3000), a_report("twice", "DELIVERED", 4000)]),
-    ])
+        callback(6, [a_report("queued", "DELIVERED", 5000)]),
+        callback(7, [a_report("", "DELIVERED", 6000, provider_msg_id="p-1")]),
+    ]
+    tries: list[bool] = []  # whether each try together stored the batch
+
+    def together(*args: Any) -> Any:
+        stored = store_together(*args)
+        tries.append(stored is not None)
+        return stored
+    monkeypatch.setattr(intake_process, "_store_together", together)
+    receipts = store(store_on_both, batch if with_bad else batch[:2] + batch[3:])
+    assert tries == [not with_bad]
     assert all(r is not None for r in receipts)  # each answered 2xx: on disk
-    unknown, known, bad, unparsed, twice = [r for r in receipts if r is not None]
+    answered = [r for r in receipts if r is not None]
+    if not with_bad:
+        answered.insert(2, answered[0])  # in its place, to read the others by name
+    unknown, known, bad, unparsed, twice, queued, by_id = answered
     assert (unknown.filed, unknown.outcomes, unknown.waiting) == (1, {"WAIT": 1}, ["unknown"])
     assert (known.filed, known.outcomes, known.error) == (1, {"APPLY": 1}, None)
-    assert bad.filed == 0 and bad.error is not None
+    if with_bad:
+        assert bad.filed == 0 and bad.error is not None
     assert unparsed.error == "not JSON" and unparsed.filed == 0
     assert (twice.filed, twice.outcomes) == (2, {"APPLY": 2})
+    assert (queued.outcomes, queued.waiting) == ({"WAIT": 1}, ["queued"])
+    assert by_id.outcomes == {"APPLY": 1}
 
     def read(c: Connection) -> dict[str, Any]:
         return {
             "raw": one(c, "SELECT count(*) FROM raw_reports")[0],
             "bad": one(c, "SELECT parsed, error IS NOT NULL FROM raw_reports WHERE id = ?",
-                       bad.raw_id),
+                       bad.raw_id) if with_bad else None,
             "unparsed": one(c, "SELECT parsed FROM raw_reports WHERE id = ?",
                             unparsed.raw_id)[0],
             "unknown": [(r["attempts"], r["next_try_at"], r["applied_at"], r["raw_id"])
                         for r in inbox_rows(c, "unknown")],
             "known": message(c, "known")["state"],
             "twice": message(c, "twice")["state"],
+            "queued": [(r["attempts"], r["next_try_at"]) for r in inbox_rows(c, "queued")],
+            "by-id": message(c, "by-id")["state"],
             "filed": one(c, "SELECT count(*) FROM report_inbox")[0],
         }
     got = store_on_both.readers.call(read)
-    assert got["raw"] == 5
-    assert got["bad"] == (0, 1)  # kept raw, marked unparsed with the reason
+    assert got["raw"] == (7 if with_bad else 6)
+    if with_bad:
+        assert got["bad"] == (0, 1)  # kept raw, marked unparsed with the reason
     assert got["unparsed"] == 0
     assert got["unknown"] == [(1, NOW + 1000, None, unknown.raw_id)]  # waiting, next in 1 s
-    assert (got["known"], got["twice"]) == ("DELIVERED", "DELIVERED")
-    assert got["filed"] == 4
+    assert (got["known"], got["twice"], got["by-id"]) == ("DELIVERED",) * 3
+    assert got["queued"] == [(1, NOW + 1000)]  # not sent yet: waits as an unknown one
+    assert got["filed"] == 6
 
 
 def test_a_repeat_in_the_same_batch_is_counted_as_a_repeat(store_on_both: Store[Any]) -> None:
@@ -93,14 +123,15 @@ def round_trips(s: Store[Any], unit: Any) -> tuple[int, Any]:
     return s.writer.call(counted)
 
 
-def test_on_postgresql_a_batch_of_unknown_reports_costs_four_round_trips(pg_url: str) -> None:
+def test_on_postgresql_a_batch_of_unknown_reports_costs_three_round_trips(pg_url: str) -> None:
     s = open_postgresql(pg_url, read_connections=1)
     try:
         batch = [callback(i, [a_report(f"u-{i}", "DELIVERED", 1000 + i)]) for i in range(20)]
         trips, receipts = round_trips(s, lambda c: store_batch(c, batch, NOW, Settings()))
-        # The raw rows, the reports filed, their messages looked up, the reports deferred:
-        # one statement each for the whole batch, its savepoints sent with them.
-        assert trips == 4
+        # The raw rows, their reports' messages looked up, the reports filed (deferred
+        # once, as their messages are not there): one statement each for the whole
+        # batch, its savepoints sent with them.
+        assert trips == 3
         assert [r.outcomes for r in receipts] == [{"WAIT": 1}] * 20
         # The reconciler's next try of all twenty: the due rows, the messages, the deferral.
         trips, counts = round_trips(
