@@ -7,8 +7,10 @@ reading of the reports on its own core; the server keeps the one thing that must
 with it, the write. For each callback the child sends the raw body and its reports over
 a Unix socket pair (:mod:`appliance.reports.intake_link`). A thread here waits for
 them and hands the writer one unit at a time that reads whatever has come and stores
-it (:func:`store_batch`: the route's own unit, :func:`appliance.reports.apply.receive`,
-under a savepoint per callback), so the callbacks' bytes are unpickled by the thread
+it (:func:`store_batch`: all of them together by
+:func:`appliance.reports.apply.receive_all`, or, when that raises, each by the route's own
+unit, :func:`appliance.reports.apply.receive`, under a savepoint per callback), so the
+callbacks' bytes are unpickled by the thread
 that stores them rather than by a second one taking the GIL from it (1.13x the rate).
 Once the writer has committed the unit, the outcomes go back in one frame, from the
 writer's thread, and only then does the child answer. So a ``2xx`` from the intake's
