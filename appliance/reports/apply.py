@@ -44,10 +44,8 @@ from appliance.reports.inbox import (
     defer,
     defer_all,
     file_report,
-    file_report_all,
     mark_raw_unparsed,
     store_raw,
-    store_raw_all,
     waiting_from_row,
 )
 from appliance.reports.states import (
@@ -356,54 +354,6 @@ def receive(conn: Connection, raw: RawCallback, reports: Sequence[InboxReport],
         return receipt
     conn.execute("RELEASE interpret")
     return receipt
-
-
-Callback = tuple[RawCallback, Sequence[InboxReport], str | None]  # raw, reports, parse error
-
-
-def receive_all(conn: Connection, callbacks: Sequence[Callback], now_ms: int) -> list[Receipt]:
-    """:func:`receive` of several callbacks, each statement written once for all of them
-    (the raw rows, the reports filed, the messages looked up, the reports deferred),
-    with each one's :class:`Receipt` as :func:`receive` would give it.
-
-    Nothing is contained here: a report that cannot be filed or applied raises, and the
-    caller undoes the whole call (a savepoint around it) and takes the callbacks one by
-    one with :func:`receive`, which keeps such a callback raw and the others whole.
-    """
-    raw_ids = store_raw_all(conn, [(raw, error) for raw, _, error in callbacks], now_ms)
-    receipts = [Receipt(raw_id, error=error)
-                for raw_id, (_, _, error) in zip(raw_ids, callbacks, strict=True)]
-    filing = [(i, report) for i, (_, reports, error) in enumerate(callbacks)
-              if error is None for report in reports]
-    # The messages first: a report whose message is not there is filed deferred once,
-    # as settling it would leave it, in the statement that files it.
-    found = find_messages_by_ref(conn, [(report.provider, report.ref) for _, report in filing])
-    tried = {n for n, (_, report) in enumerate(filing)
-             if report.ref and not_ready(found.get((report.provider, report.ref)))}
-    rows = file_report_all(conn, [(report, raw_ids[i]) for i, report in filing], now_ms,
-                           tried)
-    verdict_of: dict[int, Verdict] = {}
-    settling: list[tuple[int, Waiting]] = []
-    for n, ((i, _), row) in enumerate(zip(filing, rows, strict=True)):
-        if row is None:
-            receipts[i].repeats += 1
-            continue
-        receipts[i].filed += 1
-        if n in tried:
-            verdict_of[n] = Verdict.WAIT
-        else:
-            settling.append((n, row))
-    verdicts = settle_all(conn, [row for _, row in settling], now_ms, found)
-    verdict_of.update((n, verdict) for (n, _), verdict in zip(settling, verdicts, strict=True))
-    for n, (i, report) in enumerate(filing):
-        verdict = verdict_of.get(n)
-        if verdict is None:  # a repeat
-            continue
-        receipt = receipts[i]
-        receipt.outcomes[verdict.value] = receipt.outcomes.get(verdict.value, 0) + 1
-        if verdict is Verdict.WAIT:
-            receipt.waiting.append(report.ref or f"{report.provider}:{report.provider_msg_id}")
-    return receipts
 
 
 def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:

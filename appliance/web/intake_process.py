@@ -8,7 +8,7 @@ with it, the write. For each callback the child sends the raw body and its repor
 a Unix socket pair (:mod:`appliance.reports.intake_link`). A thread here waits for
 them and hands the writer one unit at a time that reads whatever has come and stores
 it (:func:`store_batch`: all of them together by
-:func:`appliance.reports.apply.receive_all`, or, when that raises, each by the route's own
+:func:`appliance.reports.together.receive_all`, or, when that raises, each by the route's own
 unit, :func:`appliance.reports.apply.receive`, under a savepoint per callback), so the
 callbacks' bytes are unpickled by the thread
 that stores them rather than by a second one taking the GIL from it (1.13x the rate).
@@ -48,9 +48,10 @@ from appliance.config import Settings
 from appliance.inbound.store import InboundRules
 from appliance.ops.observability.metrics import Metrics
 from appliance.providers import InboundMessage
-from appliance.reports.apply import Receipt, receive_all
+from appliance.reports.apply import Receipt
 from appliance.reports.inbox import InboxReport, RawCallback
 from appliance.reports.intake_link import frame, frames
+from appliance.reports.together import receive_all
 from appliance.runtime import Runtime
 from appliance.store.connection import Connection
 from appliance.store.errors import STORAGE_ERRORS
@@ -128,7 +129,7 @@ def store_batch(conn: Connection, batch: list[Callback], now_ms: int,
     so one that fails is undone alone (``None``); a storage error fails them all.
 
     Callbacks of reports alone (no inbound messages) are first stored together
-    (:func:`~appliance.reports.apply.receive_all`: a few statements for all of them,
+    (:func:`~appliance.reports.together.receive_all`: a few statements for all of them,
     not a few each, which on PostgreSQL are as many round trips); when that raises, it
     is undone and they are taken one by one as above, so the outcome of each is the
     same either way."""
@@ -158,7 +159,7 @@ def store_batch(conn: Connection, batch: list[Callback], now_ms: int,
 
 def _store_together(conn: Connection, batch: list[Callback], now_ms: int
                     ) -> list[Receipt | None] | None:
-    """The batch's callbacks by :func:`~appliance.reports.apply.receive_all`, under one
+    """The batch's callbacks by :func:`~appliance.reports.together.receive_all`, under one
     savepoint; ``None`` (nothing stored) when one of them raised."""
     conn.execute("SAVEPOINT intake_all")
     try:
