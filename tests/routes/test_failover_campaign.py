@@ -34,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.harness import ROOT, Server, create_account, db_rows, free_port, wait_for
 from tests.routes.support import failovers, route_config, tries
@@ -58,6 +59,7 @@ def scripted_left(sim: SimulatorProcess) -> int:
     return queued
 
 
+@pytest.mark.slow
 def test_a_provider_killed_mid_campaign_each_message_is_submitted_once_in_total(
         tmp_path: Path) -> None:
     a = SimulatorProcess(tmp_path, "--no-push").start()
