@@ -25,6 +25,7 @@ WATCH_S = 8.0
 
 
 @pytest.mark.parametrize("receiver_of", ["webhooks", "account"])
+@pytest.mark.slow
 def test_a_full_disk_does_not_turn_webhook_delivery_into_a_storm(
         small_disk: Path, tmp_path: Path, receiver_of: str) -> None:  # noqa: F811 - the fixture
     # The first answers take a while: the disk is full before any outcome is written.

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from appliance.providers.status_query import PullTarget
 from appliance.simulator.netgsm_fake import NetgsmFake, RunningFake
 from tests.harness import Server, create_account, db_rows, run_cli, wait_for
@@ -94,6 +96,7 @@ def test_config_check_masks_the_password_and_the_token(data_dir: Path, tmp_path:
     assert "no callback_token" not in checked.stderr
 
 
+@pytest.mark.slow
 def test_netgsm_never_pushes_and_every_message_closes_by_asking(
         data_dir: Path, tmp_path: Path) -> None:
     fake = NetgsmFake(fates={"905321234501": ("11", "106")})

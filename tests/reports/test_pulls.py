@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from appliance.simulator.behaviour import Behaviour
 from appliance.simulator.vonage_format import receipt_params
@@ -124,6 +125,7 @@ def test_a_pull_racing_a_push_stores_one_fact(tmp_path: Path) -> None:
         assert all(count == 1 and applied == 1 for *_, count, applied in rows), rows
 
 
+@pytest.mark.slow
 def test_pulls_stop_at_the_cut_off_with_backoff_and_a_last_ask(tmp_path: Path) -> None:
     # An 18 s delivery window: asks at 1 s, 4 s (+3), 13 s (+9) and 16.2 s (90% of the
     # window, the last), then the cut-off closes it UNKNOWN; the simulator never learns
@@ -209,6 +211,7 @@ def test_a_kill_during_a_pull_batch_loses_nothing_and_asks_no_message_forever(
         assert all(1 <= sim_refs[ref]["pulls"] <= 3 for ref in refs)
 
 
+@pytest.mark.slow
 def test_bad_answers_are_attempts_never_made_up_states(tmp_path: Path) -> None:
     # 2.5 s for an answer: a busy host's simulator may take over 1 s to answer a send.
     with rig(tmp_path, "--no-push", pull_after_s=3600, sending="submit_timeout_s = 2.5") as r:

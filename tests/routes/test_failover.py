@@ -26,6 +26,7 @@ def start(tmp_path: Path, a_url: str, b_url: str) -> tuple[Server, str]:
 
 
 @pytest.mark.usefixtures("backend")
+@pytest.mark.slow
 def test_a_provider_refusing_connections_moves_its_routes_messages_after_failover_after_tries(
         tmp_path: Path) -> None:
     b = SimulatorProcess(tmp_path).start()

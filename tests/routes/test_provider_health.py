@@ -33,6 +33,7 @@ def lowered(api: httpx.Client) -> float | None:
 
 
 @pytest.mark.usefixtures("backend")
+@pytest.mark.slow
 def test_a_provider_that_stops_reporting_deliveries_is_lowered_then_restored(
         tmp_path: Path) -> None:
     a = SimulatorProcess(tmp_path, "--no-push").start()

@@ -154,6 +154,7 @@ def test_a_window_closed_now_holds_the_campaign_until_it_opens(rig: Rig) -> None
     assert show(rig.api, c["campaignId"])["window_open"] is True
 
 
+@pytest.mark.slow
 def test_two_campaigns_started_together_progress_together(rig: Rig) -> None:
     import_list(rig.api, "fair-a", 600, "+90537")
     import_list(rig.api, "fair-b", 600, "+90538")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.harness import FileClock, Server, create_account, db_rows, run_cli, wait_for
 from tests.sending.support import SimulatorProcess, provider_config, send, wait_state
@@ -70,6 +71,7 @@ def signed_only_with(requests: list[Received], secret: str, others: list[str]) -
         assert not any(signed(r, other) for r in requests), "signed with another's secret"
 
 
+@pytest.mark.slow
 def test_each_account_its_own_receiver_signed_and_backing_off_alone(
         backend: str, tmp_path: Path) -> None:
     sim = SimulatorProcess(tmp_path, "--delay-min-ms", "5", "--delay-max-ms", "50",

@@ -103,6 +103,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         sim.stop()
 
 
+@pytest.mark.slow
 def test_a_failing_receiver_down_across_kill_9_gets_every_event_signed_in_order(
         rig: Rig, backend: str) -> None:
     receiver = Receiver(fail_first=3).start()
