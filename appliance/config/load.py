@@ -66,7 +66,7 @@ def _provider(name: str, table: Any, declared: Mapping[str, DeclaresOptions]) ->
     if wrong:
         raise ConfigError("; ".join(f"{where}{w}" for w in wrong))
     _check_pull(where, out, declared[kind].status_query)
-    return out
+    return replace(out, counting=declared[kind].counting)
 
 
 def _check_pull(where: str, out: ProviderSettings, can_ask: bool) -> None:

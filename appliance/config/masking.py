@@ -38,7 +38,8 @@ def _plain(value: Any) -> Any:
 
 def _provider(p: ProviderSettings, secret: frozenset[str],
               declared: Mapping[str, Any]) -> dict[str, Any]:
-    out = {f.name: _plain(getattr(p, f.name)) for f in fields(p) if f.name != "options"}
+    out = {f.name: _plain(getattr(p, f.name)) for f in fields(p)
+           if f.name not in ("options", "counting")}
     own = declared.get(p.kind)
     if own is not None:
         out.update({o.name: o.default for o in own.options})

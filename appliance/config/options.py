@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from appliance.message_text.segments import Counting
+
 from .errors import ConfigError, near
 
 OptionValue = bool | int | float | str
@@ -38,8 +40,9 @@ class Option:
 
 class DeclaresOptions(Protocol):
     """What the settings need of a kind's declaration: its name, its options,
-    whether it can send national language tables (``national_language``) and whether
-    its provider can be asked about a message (``status_query``: ``pull``)."""
+    whether it can send national language tables (``national_language``), how it
+    counts parts (``counting``) and whether its provider can be asked about a message
+    (``status_query``: ``pull``)."""
 
     @property
     def name(self) -> str: ...
@@ -49,6 +52,9 @@ class DeclaresOptions(Protocol):
 
     @property
     def national_language(self) -> bool: ...
+
+    @property
+    def counting(self) -> Counting: ...
 
     @property
     def status_query(self) -> bool: ...

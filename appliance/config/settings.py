@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.message_text.language import turkish_to
+from appliance.message_text.segments import TURKISH_TABLES, Counting
 
 from .errors import ConfigError
 from .routes import RouteSettings
@@ -63,6 +64,10 @@ class ProviderSettings:
     # ROUTE-3: unreached tries in a row after which its routes' messages move on.
     failover_after: int = 3
     options: Mapping[str, Any] = field(default_factory=dict)
+    # ENC-1: how its kind sends the Turkish tables and counts parts (not a key of the
+    # table: the kind's declaration, set when the table is read; built directly, the
+    # header-signalled tables of SMPP and the simulator).
+    counting: Counting = TURKISH_TABLES
 
     def __init__(self, name: str, kind: str, *, base_url: str = "",
                  sender: str = "APPLIANCE", rate_per_s: float = 30.0, concurrency: int = 8,
@@ -73,7 +78,8 @@ class ProviderSettings:
                  pull_rate_per_s: float = 1.0, requests_per_s: float = 0.0,
                  batch_max: int = 100, inbound_poll_s: float = 60.0,
                  failover_after: int = 3,
-                 options: Mapping[str, Any] | None = None, **kind_keys: Any) -> None:
+                 options: Mapping[str, Any] | None = None,
+                 counting: Counting = TURKISH_TABLES, **kind_keys: Any) -> None:
         values = {"name": name, "kind": kind, "base_url": base_url, "sender": sender,
                   "rate_per_s": rate_per_s, "concurrency": concurrency,
                   "dedupes_on_ref": dedupes_on_ref, "max_parts": max_parts,
@@ -83,7 +89,7 @@ class ProviderSettings:
                   "pull_rate_per_s": pull_rate_per_s, "requests_per_s": requests_per_s,
                   "batch_max": batch_max, "inbound_poll_s": inbound_poll_s,
                   "failover_after": failover_after,
-                  "options": {**(options or {}), **kind_keys}}
+                  "options": {**(options or {}), **kind_keys}, "counting": counting}
         for key, value in values.items():
             object.__setattr__(self, key, value)
 
@@ -109,6 +115,13 @@ class ProviderSettings:
     def turkish_to(self, msisdn: str) -> bool:
         """May a text to ``msisdn`` go with the Turkish tables through this provider?"""
         return turkish_to(self.national_language, self.national_language_prefixes, msisdn)
+
+    def counting_to(self, msisdn: str | None = None) -> Counting:
+        """How this provider sends a text to ``msisdn`` and counts its parts: with the
+        Turkish tables its kind signals where they apply (ENC-1). ``None``: no number
+        yet (a campaign's template), as it sends to its own country."""
+        turkish = self.turkish_to(msisdn) if msisdn else self.national_language == "turkish"
+        return self.counting if turkish else self.counting.plain
 
 
 SHARED_PROVIDER_SETTINGS = ("base_url", "sender", "rate_per_s", "concurrency",

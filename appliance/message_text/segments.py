@@ -39,11 +39,20 @@ parts (the bill) are the same, and Turkish handsets read the tables. UCS-2 remai
 a text with a character in neither Turkish table (``₺``, an emoji): ``ucs2_because``
 names the first.
 ``ucs2_parts`` is what UCS-2 would have taken, whatever was chosen.
+
+**Per kind** (:class:`Counting`, declared by each provider kind). A kind uses only the
+Turkish tables it can signal, and parts are counted as it counts them: SMPP and the
+simulator signal either shift table in the header (:data:`TURKISH_TABLES`); an
+aggregator's switch is one table, and its own count may differ from the network's
+(Verimor counts ``€`` as two and fills parts by size, so an escape may straddle a part
+boundary). A text the kind's tables cannot write goes UCS-2 and ``ucs2_because``
+names the first character none of them has.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from itertools import pairwise
 from typing import Literal
 
@@ -53,6 +62,8 @@ from appliance.message_text.alphabets import (
     ESCAPE,
     PLAIN,
     TURKISH_CHOICES,
+    TURKISH_LOCKING,
+    TURKISH_SINGLE,
     Tables,
 )
 
@@ -72,6 +83,43 @@ GSM7_BASIC: frozenset[str] = frozenset(ch for i, ch in enumerate(DEFAULT_TABLE) 
 """The 127 characters of the default alphabet (one septet each)."""
 GSM7_EXTENSION: frozenset[str] = frozenset(DEFAULT_EXTENSION)
 """The 10 characters of the extension table (two septets each)."""
+
+
+@dataclass(frozen=True)
+class Counting:
+    """How a provider kind sends a text and counts its parts (ENC-1), from its
+    declaration (:attr:`appliance.providers.kind.ProviderKind.counting`).
+
+    ``tables``: the Turkish pairings it can signal (in the order a tie is settled; empty:
+    none). ``unwritten``: characters it never sends in them (a switch whose table is
+    not published writes only what both tables hold). ``twice``: characters it counts
+    as two septets in every table (Verimor: ``€``, which the locking table holds in
+    one). ``whole_escapes``: parts never split an escape pair (the network's count, the
+    appliance's own segments over SMPP); ``False``: the provider counts by size, its
+    part limits times the parts, as its table says.
+    """
+
+    tables: tuple[Tables, ...] = ()
+    unwritten: frozenset[str] = frozenset()
+    twice: frozenset[str] = frozenset()
+    whole_escapes: bool = True
+    # What the septet costs are worked out from (not part of the comparison).
+    costs: tuple[dict[str, int], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "costs", tuple(
+            {ch: (2 if ch in self.twice else cost) for ch, cost in _COST[t].items()
+             if ch not in self.unwritten} for t in self.tables))
+
+    @property
+    def plain(self) -> Counting:
+        """The same count without the national tables (a destination abroad)."""
+        return _plain(self)
+
+
+@cache
+def _plain(counting: Counting) -> Counting:
+    return Counting(twice=counting.twice, whole_escapes=counting.whole_escapes)
 
 
 def septets_per_part(tables: Tables, concatenated: bool) -> int:
@@ -135,11 +183,24 @@ def _is_low(ch: str) -> bool:
     return "\udc00" <= ch <= "\udfff"
 
 
-def _cuts(costs: list[int], limit: int) -> list[int]:
-    """Where greedy filling of parts of ``limit`` units starts each new part."""
+def _cuts(costs: list[int], limit: int, whole: bool = True) -> list[int]:
+    """Where greedy filling of parts of ``limit`` units starts each new part.
+
+    ``whole``: a piece of two units is never split (it starts the next part); otherwise
+    the parts are counted by size and a piece belongs to the part its last unit is in.
+    """
     if 2 not in costs:  # one unit each: plain arithmetic
         return list(range(limit, len(costs), limit))
     cuts: list[int] = []
+    if not whole:
+        end = 0
+        part = 0
+        for i, cost in enumerate(costs):
+            end += cost
+            if (end - 1) // limit != part:
+                cuts.append(i)
+                part = (end - 1) // limit
+        return cuts
     used = 0
     for i, cost in enumerate(costs):
         if used + cost > limit:
@@ -149,21 +210,21 @@ def _cuts(costs: list[int], limit: int) -> list[int]:
     return cuts
 
 
-def _count(costs: list[int], single: int, concat: int) -> int:
+def _count(costs: list[int], single: int, concat: int, whole: bool = True) -> int:
     """Parts greedy filling takes for pieces of these costs (without building them)."""
     total = sum(costs)
     if total <= single:
         return 1
-    if 2 not in costs:
+    if 2 not in costs or not whole:
         return -(-total // concat)
     return len(_cuts(costs, concat)) + 1
 
 
-def _pieces(pieces: list[str], costs: list[int], single: int, concat: int
-            ) -> tuple[str, ...]:
+def _pieces(pieces: list[str], costs: list[int], single: int, concat: int,
+            whole: bool = True) -> tuple[str, ...]:
     if sum(costs) <= single:
         return ("".join(pieces),)
-    bounds = [0, *_cuts(costs, concat), len(pieces)]
+    bounds = [0, *_cuts(costs, concat, whole), len(pieces)]
     return tuple("".join(pieces[a:b]) for a, b in pairwise(bounds))
 
 
@@ -197,11 +258,24 @@ def _ucs2_count(text: str) -> int:
 _COST: dict[Tables, dict[str, int]] = {
     t: {**{ch: 2 for ch in t.shifted}, **{ch: 1 for ch in t.basic}} for t in TURKISH_CHOICES}
 
+STANDARD = Counting()
+"""No national tables; parts as the network counts them (GSM-7 or UCS-2)."""
+TURKISH_TABLES = Counting(tables=(TURKISH_SINGLE, TURKISH_LOCKING))
+"""Either Turkish shift table, signalled in the user-data header (SMPP, the simulator).
+Both together are not offered: they never take fewer parts than the locking shift alone
+(see :func:`_turkish`)."""
+
+
+def _counting(turkish: Counting | bool) -> Counting:
+    if isinstance(turkish, Counting):
+        return turkish
+    return TURKISH_TABLES if turkish else STANDARD
+
 
 def _gsm7(text: str, tables: Tables, costs: list[int], encoding: Encoding,
-          ucs2_parts: int) -> Segmentation:
+          ucs2_parts: int, whole: bool = True) -> Segmentation:
     parts = _pieces(list(text), costs, septets_per_part(tables, False),
-                    septets_per_part(tables, True))
+                    septets_per_part(tables, True), whole)
     return Segmentation(encoding, parts, None, sum(costs), ucs2_parts, tables)
 
 
@@ -211,30 +285,25 @@ def _ucs2(text: str, because: str | None) -> Segmentation:
     return Segmentation("UCS-2", parts, because, sum(costs), len(parts))
 
 
-_TRIED = TURKISH_CHOICES[1:3]  # single shift, locking shift (see _turkish)
+def _turkish(text: str, counting: Counting) -> Segmentation | None:
+    """The best Turkish pairing the kind can signal for a text, or ``None`` when its
+    tables cannot write it (UCS-2 is never better: a character costs at most two
+    septets there).
 
-
-def _turkish(text: str) -> Segmentation | None:
-    """The best Turkish pairing for a text, or ``None`` when the Turkish tables cannot
-    write it (UCS-2 is never better: a character costs at most two septets there).
-
-    Pairings are tried in :data:`TURKISH_CHOICES` order and a later one is taken only
-    when it needs fewer parts. The single shift writes every character any Turkish
-    pairing can (the default table and all the Turkish letters): a text it cannot write
-    goes UCS-2. Both tables together are not tried: they write the same characters at
-    the same cost as the locking shift alone (whose table already holds every letter
-    the single shift adds) with three more header octets, so they never take fewer
-    parts (a property test holds this).
+    Pairings are tried in the kind's order and a later one is taken only when it needs
+    fewer parts. Both tables together are not among :data:`TURKISH_TABLES`: they write
+    the same characters at the same cost as the locking shift alone (whose table
+    already holds every letter the single shift adds) with three more header octets,
+    so they never take fewer parts (a property test holds this).
     """
     best: tuple[int, Tables, list[int]] | None = None
-    for tables in _TRIED:
-        table = _COST[tables]
+    whole = counting.whole_escapes
+    for tables, table in zip(counting.tables, counting.costs, strict=True):
         costs = [table.get(ch, 0) for ch in text]
         if 0 in costs:
-            if tables is TURKISH_CHOICES[1]:
-                return None
             continue
-        n = _count(costs, septets_per_part(tables, False), septets_per_part(tables, True))
+        n = _count(costs, septets_per_part(tables, False), septets_per_part(tables, True),
+                   whole)
         if best is None or n < best[0]:
             best = (n, tables, costs)
     if best is None:
@@ -242,35 +311,57 @@ def _turkish(text: str) -> Segmentation | None:
     ucs2_parts = _ucs2_count(text)
     if best[0] > ucs2_parts:
         return None
-    return _gsm7(text, best[1], best[2], "GSM-7 Turkish", ucs2_parts)
+    return _gsm7(text, best[1], best[2], "GSM-7 Turkish", ucs2_parts, whole)
 
 
-def segment(text: str, turkish: bool = False) -> Segmentation:
+def segment(text: str, turkish: Counting | bool = False) -> Segmentation:
     """The encoding and the parts of ``text`` (total: never raises).
 
-    ``turkish``: the provider sends the Turkish tables to this destination. A lone
-    surrogate is counted as one UCS-2 unit here; :func:`check_sendable` refuses it.
+    ``turkish``: how the provider sends to this destination (:class:`Counting`: the
+    Turkish tables it signals there, and how it counts); ``True`` is
+    :data:`TURKISH_TABLES`, ``False`` :data:`STANDARD`. A lone surrogate is counted as
+    one UCS-2 unit here; :func:`check_sendable` refuses it.
     """
+    counting = _counting(turkish)
+    whole = counting.whole_escapes
     plain = _COST[PLAIN]
     costs = [plain.get(ch, 0) for ch in text]
     if 0 not in costs:
         n = len(text)  # every GSM-7 character is one UTF-16 unit
         ucs2_parts = 1 if n <= UCS2_SINGLE else -(-n // UCS2_CONCAT)
-        seg = _gsm7(text, PLAIN, costs, "GSM-7", ucs2_parts)
-        if turkish and "€" in text and seg.count > 1:
+        seg = _gsm7(text, PLAIN, costs, "GSM-7", ucs2_parts, whole)
+        if counting.tables and "€" in text and seg.count > 1:
             # € is one septet in the Turkish locking table: many of them may save a part.
-            better = _turkish(text)
+            better = _turkish(text, counting)
             if better is not None and better.count < seg.count:
                 return better
         return seg
     because = text[costs.index(0)]
-    if turkish:
-        chosen = _turkish(text)
+    if counting.tables:
+        chosen = _turkish(text, counting)
         if chosen is not None:
             return chosen
-        single = _COST[TURKISH_CHOICES[1]]
-        because = next((ch for ch in text if ch not in single), because)
+        because = next((ch for ch in text if all(ch not in t for t in counting.costs)),
+                       because)
     return _ucs2(text, because)
+
+
+def sent_as(text: str, encoding: str, turkish: Counting | bool) -> Segmentation | None:
+    """The segmentation of a text accepted as ``encoding`` when a provider that sends as
+    ``turkish`` says (:func:`segment`'s argument) sends it, or ``None`` when it cannot
+    send it in that encoding (``"GSM-7 Turkish"`` where it has no Turkish table that
+    writes the text). Failover compares its parts with those the message was accepted
+    with."""
+    counting = _counting(turkish)
+    if encoding == "GSM-7 Turkish":
+        return _turkish(text, counting) if counting.tables else None
+    if encoding == "UCS-2":
+        return _ucs2(text, None)
+    plain = _COST[PLAIN]
+    costs = [plain.get(ch, 0) for ch in text]
+    if 0 in costs:
+        return None
+    return _gsm7(text, PLAIN, costs, "GSM-7", _ucs2_count(text), counting.whole_escapes)
 
 
 def segment_as(text: str, encoding: str) -> Segmentation:
@@ -283,7 +374,8 @@ def segment_as(text: str, encoding: str) -> Segmentation:
     return segment(text, turkish=encoding == "GSM-7 Turkish")
 
 
-def check_sendable(text: str, max_parts: int, turkish: bool = False) -> Segmentation:
+def check_sendable(text: str, max_parts: int, turkish: Counting | bool = False
+                   ) -> Segmentation:
     """:func:`segment`, or :class:`Unsendable` for a text no provider can carry.
 
     Refused: the empty text, a lone surrogate (a str decoded from JSON can hold one; it

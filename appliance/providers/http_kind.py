@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from appliance.config import ProviderSettings
+from appliance.message_text.segments import STANDARD, Counting
 
 from .adapter import ProviderAdapter
 from .callbacks import InboundReader, ReportReader
@@ -24,7 +25,7 @@ def http_kind(adapter: type[ProviderAdapter],
               inbound: Callable[[ReportReader], InboundReader] | None, *,
               many_per_request: bool = False, status_query: bool = False,
               inbound_query: bool = False,
-              national_language: bool = False,
+              counting: Counting = STANDARD,
               requests_per_s: float = 0.0,
               status_queries_per_s: float = 0.0,
               validity_range_s: tuple[int, int] | None = None,
@@ -61,7 +62,7 @@ def http_kind(adapter: type[ProviderAdapter],
                         options=adapter.declared_options(), inbound=inbound,
                         many_per_request=many_per_request, status_query=status_query,
                         inbound_query=inbound_query,
-                        national_language=national_language,
+                        counting=counting,
                         requests_per_s=requests_per_s,
                         status_queries_per_s=status_queries_per_s,
                         validity_range_s=validity_range_s,

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from appliance.config import SHARED_PROVIDER_SETTINGS, Option, ProviderSettings
+from appliance.message_text.segments import STANDARD, Counting
 
 from .adapter import ProviderAdapter
 from .callbacks import InboundReader, ReportReader
@@ -57,7 +58,9 @@ class ProviderKind:
     (``pull_by_default``: it is, unless its table says ``pull = false``).
     ``inbound_query``: its inbound messages are fetched by asking
     (:class:`~appliance.providers.inbound_query.InboundQuery`), not pushed.
-    ``national_language``: it can send a text in a national language's shift tables.
+    ``counting``: the Turkish tables it can signal (a kind with some takes
+    ``national_language``) and how it counts parts (ENC-1: the parts shown at acceptance
+    are those it bills; :class:`~appliance.message_text.segments.Counting`).
     ``validity_range_s``: the validity (ROUTE-4, seconds) its API's own field can carry,
     least and most; ``None``: it has none, so a message's validity is kept here only.
     ``route_refusals``: the refusal codes (:attr:`~.outcome.Outcome.code`) that mean
@@ -78,8 +81,8 @@ class ProviderKind:
     # ``pull`` unset (``smpp``: no, many SMSCs do not answer ``query_sm``).
     pull_by_default: bool = True
     inbound_query: bool = False
-    # It can send national language shift tables (ENC-1: ``national_language``).
-    national_language: bool = False
+    # The Turkish tables it can signal and how it counts parts (ENC-1).
+    counting: Counting = STANDARD
     validity_range_s: tuple[int, int] | None = None
     route_refusals: frozenset[str] = frozenset()
     # The provider's published limit of requests a second (sends and pulls together):
@@ -94,6 +97,11 @@ class ProviderKind:
     # A session kind's own ``/metrics`` families over its sessions (by provider name),
     # beside what every session shows (prometheus_client ``Metric`` values).
     metrics: Callable[[Mapping[str, SessionTransport]], Iterator[Any]] | None = None
+
+    @property
+    def national_language(self) -> bool:
+        """It can send national language shift tables (``national_language``)."""
+        return bool(self.counting.tables)
 
     def option_names(self) -> frozenset[str]:
         return frozenset(o.name for o in self.options)

@@ -58,6 +58,7 @@ from .inbound_query import InboundAnswer, InboundQuery
 from .iys import iys_report_error
 from .netgsm_codes import (
     BALANCE_ERRORS,
+    COUNTING,
     INBOUND_QUERY_ERRORS,
     IYS_STATES,
     NO_MESSAGES,
@@ -285,5 +286,5 @@ def _report_error(state: str, code: str, meaning: str, error: str) -> str | None
 STATUS_QUERIES_PER_MIN = 10  # the reference: code 80 past 10 report queries a minute
 
 KIND = http_kind(NetgsmAdapter, None, many_per_request=True, status_query=True,
-                 inbound_query=True, national_language=True,
+                 inbound_query=True, counting=COUNTING,
                  status_queries_per_s=STATUS_QUERIES_PER_MIN / 60)

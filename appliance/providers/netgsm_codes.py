@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from appliance.message_text.alphabets import TURKISH_SINGLE
+from appliance.message_text.segments import Counting
+
 
 class SendVerdict(StrEnum):
     """What a send answer's code means for the messages of the request."""
@@ -139,6 +142,16 @@ ENCODING = {"GSM-7 Turkish": "TR"}
 """``encoding`` for each encoding decided at acceptance: ``TR`` for Turkish characters
 (the reference: "Türkçe karakter desteği isteniyorsa bu alana TR girilmeli"), else left
 empty."""
+
+COUNTING = Counting(tables=(TURKISH_SINGLE,), unwritten=frozenset("èìØøÆæ¡¿"))
+"""How the appliance counts what Netgsm sends with ``encoding`` ``TR``. The reference
+says only that the switch asks for Turkish characters and that "SMS boyu hesabı ve
+ücretlendirme" (length and price) then change: not which table it signals nor how it
+counts. One switch is one table (one shift element: 155 septets in one part, 149 each
+of several); the appliance counts as the costlier of the two, the single shift (each
+Turkish letter two septets), and writes only what both tables hold (not ``è ì Ø ø Æ æ
+¡ ¿``, which the locking table replaces: such a text goes as UCS-2). So the parts shown
+are never fewer than Netgsm bills with either table."""
 
 NOT_COMMERCIAL, TO_INDIVIDUALS, TO_TRADERS = "0", "11", "12"
 IYS_FILTERS = (NOT_COMMERCIAL, TO_INDIVIDUALS, TO_TRADERS)

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import httpx
 
 from appliance.config import OptionValue, ProviderSettings
+from appliance.message_text.segments import TURKISH_TABLES
 from appliance.states import REPORTED_FINAL_STATES
 
 from .base import OutgoingMessage
@@ -217,9 +218,9 @@ BATCH_PATH = "/sms/batch"
 # It splits a text in the Turkish tables as an SMSC does (encoding_params).
 # It can be asked about a message (status_query: GET /sms/status).
 # Vonage's wire: its ttl, and its statuses that say "this route cannot" (ROUTE-3).
-_ONE = http_kind(SimulatorAdapter, VonageInbound, national_language=True, status_query=True,
+_ONE = http_kind(SimulatorAdapter, VonageInbound, counting=TURKISH_TABLES, status_query=True,
                  validity_range_s=TTL_RANGE_S, route_refusals=ROUTE_REFUSALS)
-_MANY = http_kind(SimulatorBatchAdapter, VonageInbound, national_language=True,
+_MANY = http_kind(SimulatorBatchAdapter, VonageInbound, counting=TURKISH_TABLES,
                   status_query=True, many_per_request=True, validity_range_s=TTL_RANGE_S,
                   route_refusals=ROUTE_REFUSALS)
 

@@ -39,7 +39,7 @@ from .http_kind import http_kind
 from .inbound import text_field
 from .status_query import PullAnswer, PullTarget, PullVerdict, StatusQuery
 from .validity_fields import MINUTES_48H_S
-from .verimor_codes import PENDING_STATES, REPORT_STATES
+from .verimor_codes import COUNTING, PENDING_STATES, REPORT_STATES
 from .verimor_wire import (
     VerimorWire,
     dest_of,
@@ -200,5 +200,5 @@ STATUS_QUERIES_PER_MIN = 20  # "GENEL NOTLAR": 20 status queries a minute
 
 KIND = http_kind(VerimorAdapter, VerimorInbound, many_per_request=True, status_query=True,
                  validity_range_s=MINUTES_48H_S,
-                 national_language=True, requests_per_s=2.5,
+                 counting=COUNTING, requests_per_s=2.5,
                  status_queries_per_s=STATUS_QUERIES_PER_MIN / 60)

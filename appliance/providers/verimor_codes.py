@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from appliance.message_text.alphabets import TURKISH_LOCKING
+from appliance.message_text.segments import Counting
+
 
 class SendVerdict(StrEnum):
     """What a refusal of a send request means for the messages in it."""
@@ -157,3 +160,14 @@ def gsm_error_text(value: object) -> str | None:
 DATACODING = {"GSM-7": "0", "GSM-7 Turkish": "1", "UCS-2": "2"}
 """``datacoding`` for each encoding the appliance decides at acceptance: 0 normal,
 1 Turkish (the letters Ş ş Ğ ğ ç ı İ), 2 Unicode."""
+
+COUNTING = Counting(tables=(TURKISH_LOCKING,), twice=frozenset("^{}\\[]~|€"),
+                    whole_escapes=False)
+"""How Verimor sends and counts ("SMS BOY KARAKTER LİMİTLERİ"). ``datacoding`` 1 is
+one table, the Turkish locking shift: 155 characters in one part, 298 in two, 447 in
+three (one shift element in the header), each Turkish letter one character, so the
+letters are in the basic table; ``è ì Ø ø Æ æ ¡ ¿``, whose places that table takes,
+cannot go with it (such a text goes as ``datacoding`` 2, UCS-2). Not-1: ``^ { } \\ [
+] ~ | €`` count two characters with 0 or 1 (``€`` too, which the locking table holds
+in one). Parts are the table's sizes (160/306/459..., 155/298/447..., 70/134/201...):
+counted by size, so an escaped character may straddle a part boundary."""

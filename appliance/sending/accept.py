@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from appliance.message_text.segments import Segmentation, segment
+from appliance.message_text.segments import STANDARD, Counting, Segmentation, segment
 from appliance.optout.consents import refuse_without_consent
 from appliance.optout.suppressions import refuse_if_suppressed
 from appliance.sending.campaigns import PRIORITY_HIGH
@@ -32,7 +32,8 @@ class NewMessage:
     body: str
     idempotency_key: str | None = None
     priority: int = PRIORITY_HIGH
-    turkish: bool = False  # the provider sends the Turkish tables to this number (ENC-1)
+    # ENC-1: how the provider sends to this number (its Turkish tables there, its count).
+    counting: Counting = STANDARD
     message_type: str | None = None  # IYS-1: commercial or transactional
     consent_required: bool = False  # IYS-2: a commercial message in Turkey
     dup_key: str | None = None  # IYS-4: the same text to the number today (duplicates.py)
@@ -80,7 +81,7 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
             return Accepted(str(row[0]), str(row[1]), False, str(row[5]), as_int(row[6]),
                             None if row[7] is None else str(row[7]),
                             None if row[8] is None else int(row[8]))
-    seg = seg or segment(new.body, new.turkish)
+    seg = seg or segment(new.body, new.counting)
     if new.dup_key is not None and live_keys(conn, [new.dup_key]):
         raise DuplicateToday(new.msisdn)
     conn.execute(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from appliance.message_text.segments import Segmentation, segment
+from appliance.message_text.segments import TURKISH_TABLES, Counting, Segmentation, segment
 from appliance.optout.consents import NO_CONSENT, consented_numbers
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.sending.campaigns import COLUMNS, PRIORITY_NORMAL, Campaign, campaign_of_row
@@ -44,19 +44,19 @@ def next_to_expand(conn: Connection) -> Campaign | None:
 @dataclass(frozen=True)
 class RoutedTo:
     """Where one message of a routed campaign goes (ROUTE-3): its provider, the prefix of
-    the route that chose it, that provider's ``max_parts``, and whether it sends the
-    Turkish tables to the number."""
+    the route that chose it, that provider's ``max_parts``, and how it sends to the
+    number (the Turkish tables its kind signals there, its count: ENC-1)."""
 
     provider: str
     route: str | None
     max_parts: int
-    turkish: bool
+    counting: Counting
 
 
 def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str],
                  now_ms: int, chunk: int = EXPANSION_CHUNK, max_parts: int = 0,
                  turkish_prefixes: Sequence[str] = (), consent_gate: bool = False,
-                 sender: str | None = None,
+                 sender: str | None = None, counting: Counting = TURKISH_TABLES,
                  routing: Callable[[str, str], RoutedTo] | None = None) -> int:
     """Create the messages for the next ``chunk`` contacts (a write unit).
 
@@ -65,8 +65,10 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     both advance it, and a cancel stops it). Each message carries the text rendered
     for its contact; one whose text needs more than ``max_parts`` parts (when given) is
     created ``REJECTED``, never sent. Messages are due at ``send_at`` at the earliest.
-    With ``routing`` (a routed campaign, ROUTE-3), each message goes where it says for
-    its number and ref, segmented for that provider.
+    Parts are counted as the provider sends (``counting``, its kind's: with its Turkish
+    tables for the numbers in ``turkish_prefixes``). With ``routing`` (a routed
+    campaign, ROUTE-3), each message goes where it says for its number and ref,
+    segmented for that provider.
     """
     contacts: list[Any] = conn.execute(
         "SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL FROM contacts c"
@@ -93,16 +95,17 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     template = campaign.template
     due = max(now_ms, campaign.send_at or 0)
     expiry = expires_at(campaign.validity_s or 0, due)  # ROUTE-4: from the due time
-    segs: dict[tuple[str, bool], Segmentation] = {}
+    segs: dict[tuple[str, Counting], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
     day_keys = None if sender is None else DayKeys(campaign.account_id, sender, due)
     for _cid, msisdn, name, suppressed in contacts:
         text = template.render(None if name is None else str(name))
         ref = new_ref()
         to = RoutedTo(campaign.provider, None, max_parts,
-                      any(str(msisdn).startswith(p) for p in turkish_prefixes)) \
+                      counting if any(str(msisdn).startswith(p) for p in turkish_prefixes)
+                      else counting.plain) \
             if routing is None else routing(str(msisdn), ref)
-        key = (text, to.turkish)
+        key = (text, to.counting)
         seg = segs.get(key)
         if seg is None:
             seg = segs[key] = segment(*key)

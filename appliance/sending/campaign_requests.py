@@ -53,6 +53,7 @@ async def plan_campaign(runtime: Runtime, account_id: int, list_name: str, provi
         return await runtime.store.readers.run(
             lambda c: dry_run(c, account_id, list_name, provider, body,
                               turkish_prefixes=settings.turkish_prefixes,
+                              counting=settings.counting,
                               consent_gate=gated(runtime.settings, message_type),
                               day_keys=day_keys))
     except NoSuchList as exc:

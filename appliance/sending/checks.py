@@ -52,9 +52,8 @@ def check_body(settings: Settings, value: Any, provider: str | None = None,
     max_parts = chosen.max_parts if chosen is not None else MAX_PARTS_DEFAULT
     try:
         # No number yet (a campaign's template): as the provider sends to its own country.
-        turkish = chosen is not None and (chosen.turkish_to(msisdn) if msisdn
-                                          else chosen.national_language == "turkish")
-        check_sendable(value, max_parts, turkish)
+        check_sendable(value, max_parts,
+                       chosen.counting_to(msisdn) if chosen is not None else False)
     except Unsendable as exc:
         extra: dict[str, Any] = {"reason": exc.reason}
         text = f"'body' cannot be sent: {exc}"

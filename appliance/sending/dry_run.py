@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from appliance.message_text.segments import Segmentation, segment
+from appliance.message_text.segments import TURKISH_TABLES, Counting, Segmentation, segment
 from appliance.optout.consents import ALLOWED_SQL, no_consent_count
 from appliance.optout.suppressions import suppressed_count
 from appliance.sending.campaigns import list_id_of
@@ -66,26 +66,39 @@ def turkish_sql(prefixes: Sequence[str]) -> tuple[str, tuple[str, ...]]:
             tuple(p + "%" for p in prefixes))
 
 
+@dataclass(frozen=True)
+class _How:
+    """How the provider sends: the numbers it sends the Turkish tables to, its count."""
+
+    prefixes: Sequence[str]
+    counting: Counting
+
+    def to(self, turkish: bool) -> Counting:
+        return self.counting if turkish else self.counting.plain
+
+
 def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
             body: str, template: Template | None = None,
             turkish_prefixes: Sequence[str] = (), consent_gate: bool = False,
-            day_keys: DayKeys | None = None) -> DryRun:
+            day_keys: DayKeys | None = None, counting: Counting = TURKISH_TABLES) -> DryRun:
     """Count what a campaign to ``list_name`` would send (a read unit; writes nothing).
 
     ``messages`` are the contacts that would be sent to, ``suppressed`` those on the
     account's suppression list (their messages would be created ``CANCELLED``), and
     ``parts`` the SMS parts of the texts as each contact would get it. A personalised
     body is rendered once per distinct name (the text depends on nothing else).
-    ``turkish_prefixes``: the numbers the provider sends the Turkish tables to (ENC-1).
+    ``turkish_prefixes``: the numbers the provider sends the Turkish tables to (ENC-1);
+    ``counting``: how its kind sends and counts (its tables, its count).
     ``consent_gate``: those without consent are left out (IYS-2). ``day_keys`` (with
     ``[compliance] country = "TR"``): those whose text already went to them today are
     left out too, and counted (IYS-4), as the campaign's expansion would.
     """
+    how = _How(turkish_prefixes, counting)
     plan = _counted(conn, account_id, list_name, provider, body, template or parse(body),
-                    turkish_prefixes, consent_gate)
+                    how, consent_gate)
     if day_keys is None or plan.messages == 0 or not _keyed_today(conn, day_keys):
         return plan
-    return _less_repeats(conn, plan, account_id, template or parse(body), turkish_prefixes,
+    return _less_repeats(conn, plan, account_id, template or parse(body), how,
                          consent_gate, day_keys)
 
 
@@ -106,13 +119,12 @@ def _sendable_sql(account_id: int, consent_gate: bool) -> str:
 
 
 def _less_repeats(conn: Connection, plan: DryRun, account_id: int, template: Template,
-                  turkish_prefixes: Sequence[str], consent_gate: bool,
-                  day_keys: DayKeys) -> DryRun:
+                  how: _How, consent_gate: bool, day_keys: DayKeys) -> DryRun:
     """``plan`` without the messages a live message of today already carries the key of:
     each sendable contact's key worked out, looked up by the index, its parts taken off."""
     list_id = list_id_of(conn, account_id, plan.list_name)
     name_sql = "c.name" if template.personalised else "NULL"
-    turkish, args = turkish_sql(turkish_prefixes)
+    turkish, args = turkish_sql(how.prefixes)
     rows: list[Any] = conn.execute(
         f"SELECT c.msisdn, {name_sql}, {turkish} FROM contacts c WHERE"
         f" {_sendable_sql(account_id, consent_gate)} AND c.id <= ?",
@@ -127,7 +139,7 @@ def _less_repeats(conn: Connection, plan: DryRun, account_id: int, template: Tem
     repeats = [keyed[k] for k in live_keys(conn, keyed)]
     if not repeats:
         return plan
-    segs = {key: segment(*key) for key in set(repeats)}
+    segs = {key: segment(key[0], how.to(key[1])) for key in set(repeats)}
     less = [segs[key] for key in repeats]
     return replace(
         plan, messages=plan.messages - len(less),
@@ -140,8 +152,7 @@ def _less_repeats(conn: Connection, plan: DryRun, account_id: int, template: Tem
 
 
 def _counted(conn: Connection, account_id: int, list_name: str, provider: str,
-             body: str, template: Template, turkish_prefixes: Sequence[str],
-             consent_gate: bool) -> DryRun:
+             body: str, template: Template, how: _How, consent_gate: bool) -> DryRun:
     """The dry run's counts but for today's repeats."""
     list_id = list_id_of(conn, account_id, list_name)
     row: Any = conn.execute(
@@ -151,8 +162,8 @@ def _counted(conn: Connection, account_id: int, list_name: str, provider: str,
     suppressed = suppressed_count(conn, account_id, list_id)
     # A commercial campaign in Turkey: those without consent are left out (IYS-2).
     no_consent = no_consent_count(conn, account_id, list_id) if consent_gate else 0
-    static = segment(template.render(None))
-    if not template.personalised and not turkish_prefixes:
+    static = segment(template.render(None), how.counting.plain)
+    if not template.personalised and not how.prefixes:
         sent = contacts - suppressed - no_consent
         return DryRun(list_name, provider, sent, sent * static.count, suppressed, static,
                       template.render(None), sent if static.encoding == "UCS-2" else 0,
@@ -161,7 +172,7 @@ def _counted(conn: Connection, account_id: int, list_name: str, provider: str,
     consented = (f" AND EXISTS (SELECT 1 FROM consents k WHERE k.account_id = {int(account_id)}"
                  f" AND k.msisdn = c.msisdn AND {ALLOWED_SQL})") if consent_gate else ""
     name_sql = "c.name" if template.personalised else "NULL"
-    turkish, args = turkish_sql(turkish_prefixes)
+    turkish, args = turkish_sql(how.prefixes)
     groups: list[Any] = conn.execute(
         f"SELECT {name_sql}, {turkish}, count(*) FROM contacts c WHERE c.list_id = ?"
         " AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = ?"
@@ -178,7 +189,7 @@ def _counted(conn: Connection, account_id: int, list_name: str, provider: str,
         key = (text, bool(to_turkey))
         seg = seen.get(key)
         if seg is None:
-            seg = seen[key] = segment(text, key[1])
+            seg = seen[key] = segment(text, how.to(key[1]))
         n = int(count)
         messages += n
         parts += n * seg.count

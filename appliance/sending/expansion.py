@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 
+from appliance.message_text.segments import STANDARD
 from appliance.runtime import Runtime
 from appliance.scheduler import Wake
 from appliance.sending.campaign_messages import RoutedTo, expand_chunk, next_to_expand
@@ -43,6 +44,7 @@ class CampaignExpander:
         provider = self.appliance.settings.providers.get(campaign.provider)
         max_parts = provider.max_parts if provider is not None else 0
         prefixes = provider.turkish_prefixes if provider is not None else ()
+        counting = provider.counting if provider is not None else STANDARD
         gate = gated(self.appliance.settings, campaign.message_type)
         sender = (provider.sender if provider is not None else "") \
             if self.appliance.settings.compliance.turkey else None
@@ -50,6 +52,7 @@ class CampaignExpander:
         created = await store.writer.run(
             lambda c: expand_chunk(c, campaign, lambda: new_ref(now), now, max_parts=max_parts,
                                    turkish_prefixes=prefixes, consent_gate=gate,
+                                   counting=counting,
                                    sender=sender, routing=routing))
         self.created += created
         self.wake_sender()
@@ -68,7 +71,7 @@ class CampaignExpander:
         def routed(msisdn: str, ref: str) -> RoutedTo:
             choice = table.choose(msisdn, message_type, None, lowered, trickle_ticket(ref))
             p = settings.providers[choice.provider]
-            return RoutedTo(choice.provider, choice.route, p.max_parts, p.turkish_to(msisdn))
+            return RoutedTo(choice.provider, choice.route, p.max_parts, p.counting_to(msisdn))
 
         return routed
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from appliance.clock import Clock
 from appliance.config import ConfigError, Option, ProviderSettings
+from appliance.message_text.segments import TURKISH_TABLES
 from appliance.providers.kind import BuildContext, ProviderKind, Shape
 from appliance.providers.transport import Provider, SessionTransport
 from appliance.smpp.settings import SmppSettings
@@ -118,5 +119,5 @@ def _check(settings: ProviderSettings, callback_url: str, ctx: BuildContext) -> 
 
 KIND = ProviderKind(name=NAME, shape=Shape.SESSION, build=smpp_provider, check=_check,
                     options=OPTIONS, settings=SETTINGS, metrics=_metrics,
-                    national_language=True, status_query=True, pull_by_default=False,
+                    counting=TURKISH_TABLES, status_query=True, pull_by_default=False,
                     validity_range_s=VALIDITY_RANGE_S)

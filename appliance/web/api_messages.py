@@ -71,7 +71,7 @@ async def send_message(request: Request) -> Response:
         provider=provider,
         idempotency_key=key,
         priority=check_priority(data.get("priority")),
-        turkish=settings.provider(provider).turkish_to(msisdn),
+        counting=settings.provider(provider).counting_to(msisdn),
         message_type=message_type,
         consent_required=message_type == COMMERCIAL and settings.compliance.turkey,
         dup_key=dup_key(account.id, msisdn, settings.provider(provider).sender,

@@ -170,7 +170,7 @@ async def send_message(request: Request, session: ConsoleSession, form: FormData
         new = NewMessage(account_id=session.account_id, msisdn=checked["to"],
                          body=checked["body"], provider=checked["provider"],
                          route=choice.route,
-                         idempotency_key=key, turkish=provider.turkish_to(checked["to"]),
+                         idempotency_key=key, counting=provider.counting_to(checked["to"]),
                          message_type=checked["type"],
                          consent_required=gated(settings, checked["type"]),
                          dup_key=dup_key(session.account_id, checked["to"], provider.sender,
@@ -215,6 +215,7 @@ async def confirm_campaign(request: Request, session: ConsoleSession,
             running = sum(1 for j in list_jobs(c, account_id, limit=200)
                           if j.list_id == found["id"] and j.state in ("DRAFT", "RUNNING"))
             plan = dry_run(c, account_id, name, provider, body, turkish_prefixes=prefixes,
+                           counting=appliance.settings.provider(provider).counting,
                            consent_gate=gated(appliance.settings, checked["type"]),
                            day_keys=day_keys)
         return found, running, plan
