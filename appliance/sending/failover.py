@@ -25,9 +25,15 @@ log (:mod:`appliance.sending.attempt_log`); the mark that makes it ``SENDING`` c
 provider (:func:`appliance.sending.claims.mark_sending`), so a lane that had reserved it
 before it moved cannot send it: nothing is submitted twice.
 
-A message whose recorded encoding its new provider cannot send (GSM-7 Turkish to a
-provider without the Turkish tables for that number) is segmented again for it; a
-provider whose ``max_parts`` it exceeds is passed over.
+A message moves only to a provider that sends it in the encoding and the parts it was
+accepted with (ENC-1): the count the user was shown and is billed by. A provider that
+would send it otherwise (GSM-7 Turkish where it has no Turkish table that writes the
+text for that number, or the same encoding in another number of parts: its kind's
+tables and count, :attr:`~appliance.config.ProviderSettings.counting`) is passed over,
+as is one whose ``max_parts`` it exceeds. With no such provider left on its route the
+message stays with its own, as a message without a next provider does: an unreached
+try is given back to its queue and waits for the provider (its lane held until a try
+reaches it), a route refusal ends it as refused; it is never sent twice.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.config import Settings
-from appliance.message_text.segments import Segmentation, segment
+from appliance.message_text.segments import sent_as
 from appliance.providers.outcome import Outcome, SubmitResult
 from appliance.sending import attempt_log
 from appliance.sending.claims import Claimed, in_chunks
@@ -50,17 +56,14 @@ from appliance.store.rows import as_int
 UNREACHED = "unreached"
 ROUTE_REFUSED = "route_refused"
 REASONS = (UNREACHED, ROUTE_REFUSED)
-TURKISH = "GSM-7 Turkish"
 MOVE_BATCH = 2000
 
 
 @dataclass(frozen=True)
 class Target:
-    """Where a message moves: the provider, and its new segmentation when the one it was
-    accepted with cannot go there (``None``: as it is)."""
+    """Where a message moves: a provider that sends it as it was counted."""
 
     provider: str
-    seg: Segmentation | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,9 @@ class Router:
 
     def target(self, msisdn: str, message_type: str | None, body: str, encoding: str,
                parts: int, current: str, left: Collection[str]) -> Target | None:
-        """The provider a message of a route moves to from ``current``, or ``None``."""
+        """The provider a message of a route moves to from ``current``, or ``None``: the
+        next of its route that sends ``body`` to ``msisdn`` in ``encoding`` and in
+        ``parts`` parts (no more than its ``max_parts``)."""
         gone = set(left)
         while True:
             name = self.table.next_provider(msisdn, message_type, current, gone,
@@ -94,10 +99,10 @@ class Router:
             if name is None:
                 return None
             p = self.providers[name]
-            seg = segment(body, False) if encoding == TURKISH and not p.turkish_to(msisdn) \
-                else None
-            if (seg.count if seg is not None else parts) <= p.max_parts:
-                return Target(name, seg)
+            if parts <= p.max_parts:
+                seg = sent_as(body, encoding, p.counting_to(msisdn))
+                if seg is not None and seg.count == parts:
+                    return Target(name)
             gone.add(name)
 
     def counted(self, moved: Iterable[Moved]) -> None:
@@ -123,10 +128,7 @@ def reason_to_move(msg: Claimed, outcome: Outcome, failing: bool,
 
 _MOVE = (
     "UPDATE messages SET provider = ?, state = ?, attempts = ?, next_attempt_at = ?,"
-    " error = ?, encoding = coalesce(?, encoding), parts = coalesce(?, parts),"
-    " ucs2_because = CASE WHEN ? = 1 THEN ? ELSE ucs2_because END,"
-    " ucs2_parts = coalesce(?, ucs2_parts),"
-    f" claimed_at = NULL, updated_at = ?, {attempt_log.APPEND_SQL}"
+    f" error = ?, claimed_at = NULL, updated_at = ?, {attempt_log.APPEND_SQL}"
     " WHERE id = ? AND provider = ? AND {guard}"
 )
 _TRIED = "state = 'SENDING'"
@@ -135,12 +137,8 @@ _WAITING = "state IN ('QUEUED', 'RETRY') AND claimed_at IS NULL"
 
 def _row(target: Target, attempts: int, now_ms: int, error: str, log: str, msg_id: int,
          source: str) -> tuple[Any, ...]:
-    seg = target.seg
     return (target.provider, "QUEUED" if attempts <= 0 else "RETRY", max(0, attempts),
-            now_ms, error, None if seg is None else seg.encoding,
-            None if seg is None else seg.count, 0 if seg is None else 1,
-            None if seg is None else seg.ucs2_because,
-            None if seg is None else seg.ucs2_parts, now_ms, log, msg_id, source)
+            now_ms, error, now_ms, log, msg_id, source)
 
 
 def move_tried(conn: Connection, router: Router, provider: str,

@@ -126,3 +126,53 @@ def test_a_route_refusal_moves_the_message_at_once_but_not_a_pinned_one(
         server.stop()
         a.stop()
         b.stop()
+
+
+TURKISH_BODY = ("Kampanya başladı: İstanbul'da ışıklı günler, çiçekler ve güçlü fırsatlar"
+                " sizi bekliyor.")
+
+
+@pytest.mark.usefixtures("backend")
+def test_a_message_its_next_provider_would_send_otherwise_waits_for_its_own(
+        tmp_path: Path) -> None:
+    """ENC-1: a GSM-7 Turkish message moves only to a provider that sends it as it was
+    counted; b has no Turkish tables (it would send UCS-2, more parts), so when a is
+    not reached the message waits for a, tried again and again, and goes through a once
+    a answers, in the encoding and parts it was accepted with, sent once in total."""
+    a_port = free_port()
+    b = SimulatorProcess(tmp_path).start()
+    data = tmp_path / "data"
+    data.mkdir()
+    config = route_config(tmp_path / "cfg.toml", f"http://127.0.0.1:{a_port}", b.url,
+                          a_extra='national_language = "turkish"')
+    server = Server(data, config=config).start()
+    a: SimulatorProcess | None = None
+    try:
+        key = create_account(data, "acme")
+        with server.client(key) as api:
+            turkish = send(api, "+905321230010", body=TURKISH_BODY)
+            accepted = message(api, turkish)
+            assert (accepted["encoding"], accepted["parts"]) == ("GSM-7 Turkish", 1)
+            plain = send(api, "+905321230011")
+            # The plain message moves on; the Turkish one stays with a.
+            assert wait_state(api, plain, *TAKEN, timeout=60)["provider"] == "b"
+            wait_for(lambda: tries(api, turkish).count(("a", "unreached")) >= 4, 60,
+                     message="the Turkish message tried at a past failover_after")
+            m = message(api, turkish)
+            assert m["provider"] == "a" and m["route"] == "+90" and m["state"] in (
+                "QUEUED", "RETRY"), m
+            assert set(tries(api, turkish)) == {("a", "unreached")}
+            assert (m["encoding"], m["parts"]) == ("GSM-7 Turkish", 1)
+            assert b.ref(turkish)["received"] == 0
+            assert failovers(api, "a", "b", "unreached") == 1
+            # a answers again: the message goes through it, as it was counted.
+            a = SimulatorProcess(tmp_path, port=a_port).start()
+            m = wait_state(api, turkish, *TAKEN, timeout=90)
+            assert m["provider"] == "a" and (m["encoding"], m["parts"]) == (
+                "GSM-7 Turkish", 1), m
+            assert a.ref(turkish)["received"] == 1 and b.ref(turkish)["received"] == 0
+    finally:
+        server.stop()
+        b.stop()
+        if a is not None:
+            a.stop()

@@ -10,8 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from appliance.config import ConfigError, ProviderSettings, Settings
-from appliance.config.routes import RouteSettings
+from appliance.config import ConfigError, ProviderSettings
 from appliance.message_text.segments import segment
 from appliance.provider_kinds import KINDS, load_settings
 from appliance.providers.http_json import HttpJsonAdapter
@@ -141,26 +140,62 @@ def test_the_http_kind_and_vonage_declare_their_route_refusals() -> None:
     assert six.result is SubmitResult.REJECTED and six.code == "6"
 
 
-def test_a_message_moves_only_where_it_can_be_sent_as_it_was_counted() -> None:
-    """GSM-7 Turkish to a provider without the Turkish tables is segmented again for it;
-    a provider whose max_parts the message exceeds is passed over."""
-    settings = Settings(
-        providers={"tr": ProviderSettings(name="tr", kind="simulator",
-                                          national_language="turkish"),
-                   "short": ProviderSettings(name="short", kind="simulator", max_parts=1),
-                   "plain": ProviderSettings(name="plain", kind="simulator")},
-        routes=(RouteSettings("+90", ("tr", "short", "plain")),))
+def test_a_message_moves_only_where_it_can_be_sent_as_it_was_counted(tmp_path: Path) -> None:
+    """GSM-7 Turkish moves only to a provider that sends it in GSM-7 Turkish in the same
+    parts (the count the user was shown and billed by); one without the Turkish tables
+    for the number, or whose kind counts it in more parts, is passed over, and so is one
+    whose max_parts it exceeds. With none left the message stays where it is."""
+    config = tmp_path / "cfg.toml"
+    config.write_text("""
+[providers.tr]
+kind = "simulator"
+national_language = "turkish"
+[providers.short]
+kind = "simulator"
+national_language = "turkish"
+max_parts = 1
+[providers.plain]
+kind = "simulator"
+[providers.abroad]
+kind = "simulator"
+national_language = "turkish"
+national_language_prefixes = ["+357"]
+[providers.ng]
+kind = "netgsm"
+base_url = "http://127.0.0.1:9"
+usercode = "u"
+password = "p"
+national_language = "turkish"
+[providers.tr2]
+kind = "smpp"
+host = "127.0.0.1"
+system_id = "s"
+password = "p"
+national_language = "turkish"
+
+[[routes]]
+prefix = "+90"
+providers = ["tr", "short", "plain", "abroad", "ng", "tr2"]
+""")
+    settings = load_settings(config, env={})
     router = Router(settings, frozenset)
-    text = "Şu an ğüçlü bir kampanya başlıyor, İstanbul'da ışıklı günler sizi bekliyor!" * 2
+    text = ("Şu an güçlü bir kampanya başlıyor, İstanbul'da ışıklı günler sizi bekliyor! " * 3
+            + "Kaçırmayın, şimdi çağırın: ışığı, gücü, çiçeği taşıyın.")
     turkish = segment(text, True)
-    assert turkish.encoding == "GSM-7 Turkish"
-    target = router.target("+905321234567", None, text, turkish.encoding, turkish.count,
-                           "tr", ())
-    assert target is not None and target.provider == "plain"  # "short": max_parts 1
-    assert target.seg is not None and target.seg.encoding == "UCS-2"
-    assert target.seg.count == segment(text, False).count > turkish.count
-    # Plain GSM-7 goes as it is; nowhere left: it stays.
+    assert turkish.encoding == "GSM-7 Turkish" and turkish.count == 2
+    assert segment(text, False).count > turkish.count  # UCS-2 elsewhere: more parts
+    # Netgsm's count (the single shift: each Turkish letter two septets) takes more.
+    assert segment(text, settings.providers["ng"].counting_to("+905321234567")).count \
+        > turkish.count
+    # short: max_parts 1; plain: no Turkish tables; abroad: not for +90; ng: more
+    # parts. The SMPP provider sends it as it was counted.
+    assert router.target("+905321234567", None, text, turkish.encoding, turkish.count,
+                         "tr", ()) == Target("tr2")
+    # Nowhere that sends it as it was counted: it stays with its provider.
+    assert router.target("+905321234567", None, text, turkish.encoding, turkish.count,
+                         "tr", ("tr2",)) is None
+    # Plain GSM-7 goes anywhere it fits, as it is.
     assert router.target("+905321234567", None, "hello", "GSM-7", 1, "tr", ()) == Target(
         "short")
-    assert router.target("+905321234567", None, "hello", "GSM-7", 1, "plain",
-                         ("tr", "short")) is None
+    assert router.target("+905321234567", None, "hello", "GSM-7", 1, "tr2",
+                         ("tr", "short", "plain", "abroad", "ng")) is None
