@@ -4,7 +4,9 @@ Prints, for the seeded corpus of :mod:`bench.turkish_corpus`:
 
 * parts: the total with both Turkish tables (as SMPP and the simulator send), with the
   single shift alone and with the locking shift alone (as a kind that can signal only
-  one sends), against UCS-2's total for the same texts, as a ratio (goal <= 0.55);
+  one sends), and as each aggregator kind sends and counts them (its declared
+  ``Counting``: Verimor, Netgsm), against UCS-2's total for the same texts, as a ratio
+  (goal <= 0.55, with both tables);
 * encoding cost per message, median of 5 interleaved runs: today's encoder without the
   tables and with them (``segment(text, turkish=True)``), and the SMPP octets of every
   part with them, beside the encoder as it was before ENC-1 (the module at
@@ -30,6 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from appliance.message_text import segments as now  # noqa: E402
 from appliance.message_text.alphabets import TURKISH_LOCKING, TURKISH_SINGLE, Tables  # noqa: E402
+from appliance.providers.netgsm_codes import COUNTING as NETGSM  # noqa: E402
+from appliance.providers.verimor_codes import COUNTING as VERIMOR  # noqa: E402
 from appliance.smpp.encoding import encode_parts  # noqa: E402
 from bench.turkish_corpus import corpus  # noqa: E402
 
@@ -97,6 +101,12 @@ def main() -> None:
     print(f"parts, Turkish tables (both):       {both}  ({both / ucs2:.3f}x, goal <= 0.55x)")
     print(f"parts, single shift alone:          {single}  ({single / ucs2:.3f}x)")
     print(f"parts, locking shift alone:         {locking}  ({locking / ucs2:.3f}x)")
+    for name, counting in (("verimor", VERIMOR), ("netgsm", NETGSM)):
+        kind = [now.segment(t, counting) for t in texts]
+        n = sum(s.count for s in kind)
+        still_kind = sum(1 for s in kind if s.encoding == "UCS-2")
+        print(f"parts, as {name} sends and counts:  {n}  ({n / ucs2:.3f}x,"
+              f" {still_kind} still UCS-2)")
 
     old, what = before()
 
@@ -110,17 +120,23 @@ def main() -> None:
     def plain(text: str) -> object:
         return now.segment(text)
 
-    runs: dict[str, list[float]] = {"before": [], "plain": [], "turkish": [], "smpp": []}
+    def verimor(text: str) -> object:
+        return now.segment(text, VERIMOR)
+
+    runs: dict[str, list[float]] = {"before": [], "plain": [], "turkish": [], "smpp": [],
+                                    "verimor": []}
     for _ in range(RUNS):
         runs["before"].append(per_message_us(old, texts))
         runs["plain"].append(per_message_us(plain, texts))
         runs["turkish"].append(per_message_us(choose, texts))
         runs["smpp"].append(per_message_us(smpp, texts))
+        runs["verimor"].append(per_message_us(verimor, texts))
     base = statistics.median(runs["before"])
     print(f"encoding cost per message, baseline ({what}): {base:.1f} us")
     for key, label in (("plain", "today's encoder, a provider without the tables"),
                        ("turkish", "choice among the Turkish tables"),
-                       ("smpp", "the same and the SMPP octets of every part")):
+                       ("smpp", "the same and the SMPP octets of every part"),
+                       ("verimor", "as Verimor counts (its one table)")):
         value = statistics.median(runs[key])
         print(f"encoding cost per message, {label}: {value:.1f} us ({value / base:.2f}x)")
 

@@ -291,16 +291,20 @@ def _turkish(text: str, counting: Counting) -> Segmentation | None:
     septets there).
 
     Pairings are tried in the kind's order and a later one is taken only when it needs
-    fewer parts. Both tables together are not among :data:`TURKISH_TABLES`: they write
-    the same characters at the same cost as the locking shift alone (whose table
-    already holds every letter the single shift adds) with three more header octets,
-    so they never take fewer parts (a property test holds this).
+    fewer parts. The single shift writes every character any pairing can (the default
+    table and all the Turkish letters): a text it cannot write goes UCS-2. Both tables
+    together are not among :data:`TURKISH_TABLES`: they write the same characters at the
+    same cost as the locking shift alone (whose table already holds every letter the
+    single shift adds) with three more header octets, so they never take fewer parts (a
+    property test holds this).
     """
     best: tuple[int, Tables, list[int]] | None = None
     whole = counting.whole_escapes
     for tables, table in zip(counting.tables, counting.costs, strict=True):
         costs = [table.get(ch, 0) for ch in text]
         if 0 in costs:
+            if tables is TURKISH_SINGLE and not counting.unwritten:
+                return None  # it writes every character any Turkish pairing writes
             continue
         n = _count(costs, septets_per_part(tables, False), septets_per_part(tables, True),
                    whole)
