@@ -156,7 +156,7 @@ CREATE TABLE campaigns (
     idempotency_key  TEXT    NOT NULL,
     state            TEXT    NOT NULL,  -- RUNNING PAUSED CANCELLED (SCHEDULED and DONE are derived)
     total            INTEGER NOT NULL,
-    queued_through   INTEGER NOT NULL DEFAULT 0,  -- contacts.id up to which messages exist
+    queued_through   INTEGER NOT NULL DEFAULT 0,  -- last_contact_id once every message exists (see queued_after)
     last_contact_id  INTEGER NOT NULL DEFAULT 0,  -- the list as it was: contacts.id <= this are the campaign's
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL,
@@ -173,6 +173,12 @@ CREATE TABLE campaigns (
     message_type     TEXT,  -- IYS-1: commercial or transactional; NULL: not stated
     validity_s       INTEGER,  -- ROUTE-4: its messages' validity; NULL or 0: the provider's own
     routed           INTEGER NOT NULL DEFAULT 0,  -- ROUTE-3: 1: its messages follow [[routes]]
+    -- Messages are created in the order of the list's numbers (byte order), so each
+    -- chunk's inserts are a run of neighbours in every index keyed by the number: the
+    -- last number whose message exists; NULL: none yet. The contacts left are those
+    -- with id > queued_through (0 until the last chunk, a campaign from before this
+    -- column: where it had got to by id), id <= last_contact_id and a greater number.
+    queued_after     TEXT,
     UNIQUE (account_id, idempotency_key)
 );
 

@@ -1,12 +1,24 @@
 """A campaign's messages: created from its list chunk by chunk, by the ``campaigns`` loop.
 
 Each unit writes up to :data:`EXPANSION_CHUNK` messages and the new position
-(``queued_through``) together, guarded by the old position. Killed between units,
-expansion resumes from the recorded position; the ``UNIQUE (campaign_id, msisdn)``
-index makes a second message for the same number impossible. A contact whose number
-is on the account's suppression list gets its message created ``CANCELLED`` (error
-``suppressed``): counted, never sent. Each message carries the text rendered for its
-contact, with its own encoding and parts (OPS-3).
+(``queued_after``, the last number done; ``queued_through`` once all are) together,
+guarded by the old position. Killed between units, expansion resumes from the recorded
+position; the ``UNIQUE (campaign_id, msisdn)`` index makes a second message for the same
+number impossible.
+
+The contacts are taken in the order of their numbers (byte order, read along the
+list's ``UNIQUE (list_id, msisdn)`` index), not of their ids: a chunk's messages are
+then a run of neighbouring numbers, and each index of ``messages`` keyed by the number
+(the campaign's, the account's, and in Turkey the duplicate-today key) takes them as a
+run of neighbouring keys, so a commit writes a few pages of each. Taken by id, a list
+imported in no particular order put each chunk's numbers all over those indexes, and
+each commit rewrote about a page per message in each of them: a campaign of 100,000
+numbers took about nine times as long (``bench/bench_consent_expansion.py
+--shuffled``). So a campaign's messages are created, and sent, in number order.
+
+A contact whose number is on the account's suppression list gets its message created
+``CANCELLED`` (error ``suppressed``): counted, never sent. Each message carries the text
+rendered for its contact, with its own encoding and parts (OPS-3).
 """
 
 from __future__ import annotations
@@ -70,11 +82,15 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     campaign, ROUTE-3), each message goes where it says for its number and ref,
     segmented for that provider.
     """
+    after = campaign.queued_after or ""
+    # Along the list's (list_id, msisdn) index from the position: no sort. The ids
+    # bound the campaign's contacts (``+`` keeps SQLite from reading by the rowid).
     contacts: list[Any] = conn.execute(
         "SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL FROM contacts c"
         " LEFT JOIN suppressions s ON s.account_id = ? AND s.msisdn = c.msisdn"
-        " WHERE c.list_id = ? AND c.id > ? AND c.id <= ? ORDER BY c.id LIMIT ?",
-        (campaign.account_id, campaign.list_id, campaign.queued_through,
+        " WHERE c.list_id = ? AND c.msisdn > ? AND +c.id > ? AND +c.id <= ?"
+        " ORDER BY c.msisdn LIMIT ?",
+        (campaign.account_id, campaign.list_id, after, campaign.queued_through,
          campaign.last_contact_id, chunk),
     ).fetchall()
     # IYS-2: a commercial campaign in Turkey reaches only numbers with consent. Looked
@@ -82,13 +98,13 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     # contact the statement reads before its ORDER BY ... LIMIT keeps the chunk.
     consented = consented_numbers(conn, campaign.account_id,
                                   [str(r[1]) for r in contacts]) if consent_gate else None
-    through = int(contacts[-1][0]) if contacts else campaign.last_contact_id
-    if len(contacts) < chunk:
-        through = campaign.last_contact_id
+    last = str(contacts[-1][1]) if contacts else after
+    through = campaign.last_contact_id if len(contacts) < chunk else campaign.queued_through
     conn.execute(
-        "UPDATE campaigns SET queued_through = ?, updated_at = ?"
-        " WHERE id = ? AND queued_through = ? AND state <> 'CANCELLED'",
-        (through, now_ms, campaign.id, campaign.queued_through),
+        "UPDATE campaigns SET queued_through = ?, queued_after = ?, updated_at = ?"
+        " WHERE id = ? AND queued_through = ? AND COALESCE(queued_after, '') = ?"
+        " AND state <> 'CANCELLED'",
+        (through, last or None, now_ms, campaign.id, campaign.queued_through, after),
     )
     if conn.changes() != 1:
         return 0

@@ -111,6 +111,7 @@ class Campaign:
     message_type: str | None = None  # IYS-1: commercial or transactional
     validity_s: int | None = None  # ROUTE-4: its messages'; None or 0: the provider's own
     routed: int = 0  # ROUTE-3: 1: each message goes where [[routes]] send its number
+    queued_after: str | None = None  # the last number whose message exists; None: none yet
 
     @property
     def expanded(self) -> bool:
@@ -223,7 +224,7 @@ COLUMNS = (
     "c.id, c.account_id, c.list_id, l.name, c.provider, c.body, c.state, c.total,"
     " c.queued_through, c.last_contact_id, c.created_at, c.updated_at, c.send_at,"
     " c.window_from, c.window_to, c.window_tz, c.personalised, c.planned_parts,"
-    " c.message_type, c.validity_s, c.routed"
+    " c.message_type, c.validity_s, c.routed, c.queued_after"
 )
 
 

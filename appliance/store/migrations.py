@@ -17,6 +17,7 @@ import apsw
 
 from appliance.store import dialect
 from appliance.store.migration_counts import add_rollups
+from appliance.store.migration_expansion import add_campaign_number_order
 from appliance.store.migration_inbound import list_inbound_by_number
 from appliance.store.migration_receivers import add_account_receivers
 from appliance.store.migration_routes import add_routes
@@ -440,4 +441,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     20: list_inbound_by_number,
     21: add_account_receivers,
     22: add_routes,
+    23: add_campaign_number_order,
 }

@@ -16,7 +16,7 @@ import apsw
 from appliance.store.count_triggers import sqlite_ddl
 from appliance.store.migrations import MIGRATIONS
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 # Beside the package's modules, in a checkout, an installed wheel and the one-file
 # executable alike (build/appliance.spec bundles it there). Read by path: importlib's
 # resource readers cost a new server ~10 ms of imports (tempfile, shutil, zipfile).
