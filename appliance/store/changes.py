@@ -23,6 +23,9 @@ def executemany_changes(conn: Connection, sql: str, rows: Iterable[Sequence[Any]
     per row; return how many rows the statements themselves inserted, changed or
     deleted."""
     if dialect.of(conn).is_postgresql:
+        rows = list(rows)
+        if not rows:  # nothing ran: changes() would be the statement before's
+            return 0
         conn.executemany(sql, rows)
         return conn.changes()
     return len(conn.executemany(sql + " RETURNING 1", rows).fetchall())

@@ -9,6 +9,8 @@ from typing import Any
 import apsw
 import pytest
 
+from appliance.sending.campaign_messages import expand_chunk, next_to_expand
+from appliance.sending.campaigns import get_campaign
 from appliance.store.migrations import MIGRATIONS
 from appliance.store.schema import SCHEMA_VERSION, migrate, open_connection
 from appliance.webhooks.outbox import Gate, due_events, outbox_health, set_receiver
@@ -319,5 +321,38 @@ def test_version_21_keeps_waiting_outbox_events_going_to_the_webhooks_receiver(
             ("evt_1", 0, "message.status")]
         assert outbox_health(check, 10).waiting == 2
         assert set_receiver(check, "http://127.0.0.1:9/", 10) == Gate(2, 5000)
+    finally:
+        check.close()
+
+
+def test_version_23_lets_a_campaign_part_way_go_on_from_where_it_had_got_by_id(
+        tmp_path: Path) -> None:
+    """Version 23 on a version-22 file: a campaign part-way keeps its position by id
+    (``queued_through``) and has no number position yet, so it is still expanding and
+    its next chunk is the rest of its contacts after that id."""
+    old = tmp_path / "v22.db"
+    at_version(old, 22)
+    conn = apsw.Connection(str(old))
+    conn.execute(
+        "INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0);"
+        " INSERT INTO lists (id, account_id, name, created_at) VALUES (1, 1, 'l', 0);"
+        " INSERT INTO contacts (id, list_id, msisdn, created_at) VALUES"
+        " (1, 1, '+905320000009', 0), (2, 1, '+905320000001', 0), (3, 1, '+905320000005', 0);"
+        " INSERT INTO campaigns (id, account_id, list_id, provider, body, idempotency_key,"
+        " state, total, queued_through, last_contact_id, created_at, updated_at)"
+        " VALUES (1, 1, 1, 'sim', 'b', 'k', 'RUNNING', 3, 1, 3, 0, 0)")
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    check = open_connection(str(old))
+    try:
+        with check:
+            campaign = get_campaign(check, 1)
+            assert campaign is not None and campaign.queued_after is None
+            assert not campaign.expanded and next_to_expand(check) == campaign
+            assert expand_chunk(check, campaign, iter(["R1", "R2"]).__next__, 0) == 2
+        assert check.execute("SELECT msisdn FROM messages ORDER BY id").fetchall() == [
+            ("+905320000001",), ("+905320000005",)]
+        done = get_campaign(check, 1)
+        assert done is not None and done.expanded
     finally:
         check.close()
