@@ -7,9 +7,11 @@ contact, each message keyed for IYS-4) against the same campaign expanded withou
 (``country = ""``), in the same run, on the same SQLite file, interleaved; the median
 of ``--runs`` each, printed as a ratio (goal <= 1.10).
 
-``--shuffled`` imports the list in a random order (as a brand's export may be): each
-chunk's numbers then land all over the campaign's stretch of every index keyed by the
-number, with and without ``[compliance]``; without it the list is in number order.
+``--shuffled`` imports the list in a random order (as a brand's export may be), its ids
+in that order; without it the list is in number order. Expansion takes the list in the
+order of its numbers either way (``appliance/sending/campaign_messages.py``), so the two
+should take about as long; by id, a shuffled list put each chunk's numbers all over every
+index keyed by the number. The load average is printed before and after.
 
 Run: ``.venv/bin/python bench/bench_consent_expansion.py --n 100000``.
 """
@@ -17,6 +19,7 @@ Run: ``.venv/bin/python bench/bench_consent_expansion.py --n 100000``.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -88,6 +91,7 @@ def main() -> None:
     ap.add_argument("--shuffled", action="store_true",
                     help="import the list in a random order, not in number order")
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         store: Store[Connection] = Store.open(str(Path(tmp) / "appliance.db"))
         try:
@@ -107,6 +111,7 @@ def main() -> None:
     print(f"  expansion with country = TR:    {with_:.2f} s  ratio {with_ / without:.3f}"
           " (goal <= 1.10)")
     print(f"  runs (without / with): {runs}")
+    print(f"  load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
 
 
 if __name__ == "__main__":
