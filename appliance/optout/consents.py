@@ -220,19 +220,6 @@ def refuse_without_consent(conn: Connection, account_id: int, msisdn: str) -> No
         raise NoConsent(msisdn, found)
 
 
-def consented_numbers(conn: Connection, account_id: int, numbers: list[str]) -> set[str]:
-    """Those of ``numbers`` that may get a commercial message (index lookups)."""
-    found: set[str] = set()
-    for start in range(0, len(numbers), 500):
-        chunk = numbers[start:start + 500]
-        rows: list[Any] = conn.execute(
-            f"SELECT k.msisdn FROM consents k WHERE k.account_id = ? AND k.msisdn IN"
-            f" ({','.join('?' * len(chunk))}) AND {ALLOWED_SQL}",
-            (account_id, *chunk)).fetchall()
-        found.update(str(r[0]) for r in rows)
-    return found
-
-
 def no_consent_count(conn: Connection, account_id: int, list_id: int) -> int:
     """A list's contacts that a commercial campaign leaves out for want of consent (not
     counting those on the suppression list, which are counted as ``suppressed``)."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appliance.message_text.segments import TURKISH_TABLES, Counting, Segmentation, segment
-from appliance.optout.consents import NO_CONSENT, consented_numbers
+from appliance.optout.consents import ALLOWED_SQL, NO_CONSENT
 from appliance.optout.suppressions import SUPPRESSED
 from appliance.sending.campaigns import COLUMNS, PRIORITY_NORMAL, Campaign, campaign_of_row
 from appliance.sending.duplicates import DUPLICATE_TODAY, DayKeys, live_keys
@@ -83,21 +83,21 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     segmented for that provider.
     """
     after = campaign.queued_after or ""
-    # Along the list's (list_id, msisdn) index from the position: no sort. The ids
-    # bound the campaign's contacts (``+`` keeps SQLite from reading by the rowid).
+    # IYS-2: a commercial campaign in Turkey reaches only numbers with consent, looked
+    # up with the contact. The statement reads along the list's (list_id, msisdn) index
+    # from the position and stops at the chunk (no sort), so it looks up the chunk's
+    # numbers only. The ids bound the campaign's contacts (``+`` keeps SQLite from
+    # reading by the rowid).
+    consents = (" LEFT JOIN consents k ON k.account_id = ? AND k.msisdn = c.msisdn",
+                f"k.id IS NOT NULL AND {ALLOWED_SQL}") if consent_gate else ("", "1 = 1")
     contacts: list[Any] = conn.execute(
-        "SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL FROM contacts c"
+        f"SELECT c.id, c.msisdn, c.name, s.id IS NOT NULL, {consents[1]} FROM contacts c"
         " LEFT JOIN suppressions s ON s.account_id = ? AND s.msisdn = c.msisdn"
-        " WHERE c.list_id = ? AND c.msisdn > ? AND +c.id > ? AND +c.id <= ?"
+        f"{consents[0]} WHERE c.list_id = ? AND c.msisdn > ? AND +c.id > ? AND +c.id <= ?"
         " ORDER BY c.msisdn LIMIT ?",
-        (campaign.account_id, campaign.list_id, after, campaign.queued_through,
-         campaign.last_contact_id, chunk),
+        (campaign.account_id, *((campaign.account_id,) if consent_gate else ()),
+         campaign.list_id, after, campaign.queued_through, campaign.last_contact_id, chunk),
     ).fetchall()
-    # IYS-2: a commercial campaign in Turkey reaches only numbers with consent. Looked
-    # up apart, by the chunk's numbers: joined above, the lookup would run for every
-    # contact the statement reads before its ORDER BY ... LIMIT keeps the chunk.
-    consented = consented_numbers(conn, campaign.account_id,
-                                  [str(r[1]) for r in contacts]) if consent_gate else None
     last = str(contacts[-1][1]) if contacts else after
     through = campaign.last_contact_id if len(contacts) < chunk else campaign.queued_through
     conn.execute(
@@ -114,7 +114,7 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     segs: dict[tuple[str, Counting], Segmentation] = {}
     rows: list[tuple[Any, ...]] = []
     day_keys = None if sender is None else DayKeys(campaign.account_id, sender, due)
-    for _cid, msisdn, name, suppressed in contacts:
+    for _cid, msisdn, name, suppressed, consented in contacts:
         text = template.render(None if name is None else str(name))
         ref = new_ref()
         to = RoutedTo(campaign.provider, None, max_parts,
@@ -128,8 +128,7 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
         # A suppressed contact's message is created CANCELLED (never sent), so the
         # campaign's counts add up to its total (OPS-4).
         state, error = ("CANCELLED", SUPPRESSED) if suppressed else (
-            ("QUEUED", None) if consented is None or msisdn in consented
-            else ("CANCELLED", NO_CONSENT))
+            ("QUEUED", None) if consented else ("CANCELLED", NO_CONSENT))
         if state == "QUEUED" and to.max_parts and seg.count > to.max_parts:
             state, error = "REJECTED", (f"the personalised text needs {seg.count} parts,"
                                         f" more than the provider's max_parts"

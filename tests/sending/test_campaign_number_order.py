@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from appliance.sending.campaign_messages import expand_chunk
@@ -103,7 +104,7 @@ def _part_way_at_the_upgrade(conn: Connection) -> None:
     assert tuple(rows[0]) == (len(NUMBERS), len(NUMBERS))
 
 
-def _sqlite(tmp_path: Path) -> Iterator[Connection]:
+def _sqlite(tmp_path: Path) -> Iterator[apsw.Connection]:
     path = str(tmp_path / "a.db")
     migrate(path)
     conn = open_connection(path)
