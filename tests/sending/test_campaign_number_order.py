@@ -169,3 +169,45 @@ def test_a_chunk_is_read_along_the_lists_index_without_sorting_the_list(
             "SEARCH c USING INDEX sqlite_autoindex_contacts_1 (list_id=? AND msisdn>?)"]
         steps = [str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)]
         assert not any("TEMP B-TREE" in s for s in steps), steps
+
+
+def _consent_looked_up_with_the_contact(conn: Connection) -> None:
+    """A commercial campaign in Turkey: each contact's consent is read with it, so exactly
+    the numbers allowed (ONAY, or a TACIR that has not refused) are queued; the others
+    are created CANCELLED with their reason, suppression first."""
+    people = {"+905320000001": ("ONAY", "BIREYSEL"), "+905320000002": ("RET", "BIREYSEL"),
+              "+905320000003": ("ONAY", "TACIR"), "+905320000004": ("RET", "TACIR"),
+              "+905320000005": None, "+905320000006": ("ONAY", "BIREYSEL")}
+    _list(conn, list(reversed(people)))
+    for msisdn, record in people.items():
+        if record is not None:
+            conn.execute("INSERT INTO consents (account_id, msisdn, status, recipient_type,"
+                         " consented_at, received_at) VALUES (1, ?, ?, ?, 1, 1)",
+                         (msisdn, *record))
+    conn.execute("INSERT INTO suppressions (account_id, msisdn, source, created_at)"
+                 " VALUES (1, '+905320000006', 'api', 0)")
+    made, _ = create_campaign(conn, NewCampaign(1, "l", "sim", "Indirim", "k",
+                                                message_type="commercial"), 0)
+    refs = (f"R{i}" for i in itertools.count())
+    while not (campaign := _campaign(conn, made.id)).expanded:
+        expand_chunk(conn, campaign, lambda: next(refs), 0, chunk=4, consent_gate=True,
+                     sender="ACME")
+    rows: list[Any] = conn.execute("SELECT msisdn, state, error FROM messages"
+                                   " ORDER BY id").fetchall()
+    assert [tuple(r) for r in rows] == [
+        ("+905320000001", "QUEUED", None), ("+905320000002", "CANCELLED", "no_consent"),
+        ("+905320000003", "QUEUED", None), ("+905320000004", "CANCELLED", "no_consent"),
+        ("+905320000005", "CANCELLED", "no_consent"),
+        ("+905320000006", "CANCELLED", "suppressed")]
+
+
+def test_a_commercial_campaign_reads_each_contacts_consent_with_it_on_sqlite(
+        tmp_path: Path) -> None:
+    for conn in _sqlite(tmp_path):
+        with conn:
+            _consent_looked_up_with_the_contact(conn)
+
+
+def test_a_commercial_campaign_reads_each_contacts_consent_with_it_on_postgresql(
+        pg: PgConnection) -> None:
+    _consent_looked_up_with_the_contact(pg)
