@@ -42,6 +42,15 @@ def add_message(conn: Connection, account_id: int, ref: str, state: str = "SUBMI
     return as_int(row[0])
 
 
+def add_due(conn: Connection, account_id: int, refs: tuple[str, ...], submitted_at: int,
+            provider: str = "sim") -> None:
+    """Messages submitted at ``submitted_at`` and not reported since (a write unit): the
+    pull tests' messages whose first ask is due."""
+    for ref in refs:
+        add_message(conn, account_id, ref, submitted_at=submitted_at,
+                    created_at=submitted_at, provider=provider)
+
+
 def message(conn: Connection, ref: str) -> dict[str, Any]:
     row = conn.execute("SELECT * FROM messages WHERE ref = ?", (ref,)).fetchone()
     assert row is not None, f"no message {ref}"

@@ -23,9 +23,8 @@ from appliance.reports.puller import POLL_S, Puller, lanes_of
 from appliance.runtime import Runtime
 from appliance.simulator.behaviour import Behaviour
 from appliance.simulator.run import SimulatorThread
-from appliance.store.connection import Connection
 from tests.harness import free_port
-from tests.reports.support import add_account, add_message
+from tests.reports.support import add_account, add_due
 
 PULL_AFTER_S = 5.0
 INBOUND_POLL_S = 60.0
@@ -61,13 +60,7 @@ class Rig:
     def due(self, *refs: str) -> None:
         """Messages submitted long enough ago for their first ask to be due."""
         submitted = self.appliance.now_ms() - int(PULL_AFTER_S * 1000) - 1000
-
-        def add(c: Connection) -> None:
-            for ref in refs:
-                add_message(c, self.account, ref, submitted_at=submitted,
-                            created_at=submitted, provider="sim")
-
-        self.appliance.store.writer.call(add)
+        self.appliance.store.writer.call(lambda c: add_due(c, self.account, refs, submitted))
 
     def inbound(self) -> Inbound:
         return Inbound(self.appliance, inbound_lanes_of(self.providers))
