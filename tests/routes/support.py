@@ -11,10 +11,19 @@ import httpx
 from tests.sending.support import message
 
 
-def route_config(path: Path, a_url: str, b_url: str, *, sending: str = "",
-                 a_extra: str = "", concurrency: int = 4, rate_per_s: float = 200) -> Path:
+def route_config(
+    path: Path,
+    a_url: str,
+    b_url: str,
+    *,
+    sending: str = "",
+    a_extra: str = "",
+    concurrency: int = 4,
+    rate_per_s: float = 200,
+    failover_after: int = 3,
+) -> Path:
     """Providers ``a`` and ``b`` (both of the simulator kind) and one route, ``+90`` to
-    ``a`` then ``b``; ``a`` fails over after 3 unreached tries."""
+    ``a`` then ``b``; ``a`` fails over after ``failover_after`` unreached tries."""
     path.write_text(f"""
 [sending]
 submit_timeout_s = 2.5
@@ -25,7 +34,7 @@ kind = "simulator"
 base_url = "{a_url}"
 rate_per_s = {rate_per_s}
 concurrency = {concurrency}
-failover_after = 3
+failover_after = {failover_after}
 {a_extra}
 
 [providers.b]
@@ -54,6 +63,26 @@ def send(api: httpx.Client, to: str, provider: str | None = None, body: str = "h
 def tries(api: httpx.Client, ref: str) -> list[tuple[str, str]]:
     """``(provider, outcome)`` of each entry of the message's ``attempts_by_provider``."""
     return [(a["provider"], a["outcome"]) for a in message(api, ref)["attempts_by_provider"]]
+
+
+def tried_after(api: httpx.Client, ref: str, provider: str, at: str) -> bool:
+    """Whether the message has an ``unreached`` try at ``provider`` later than ``at`` (an
+    ISO time as the API writes it; a try made while the provider was already failing, when
+    ``at`` is a move's)."""
+    return any(
+        a["provider"] == provider and a["outcome"] == "unreached" and a["at"] > at
+        for a in message(api, ref)["attempts_by_provider"]
+    )
+
+
+def first_move(api: httpx.Client, refs: list[str]) -> str:
+    """When the first of the messages was moved on (its first ``failed_over`` entry)."""
+    return str(min(
+        a["at"]
+        for ref in refs
+        for a in message(api, ref)["attempts_by_provider"]
+        if a["outcome"] == "failed_over"
+    ))
 
 
 def metric_values(api: httpx.Client, name: str) -> dict[str, float]:
