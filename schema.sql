@@ -212,8 +212,9 @@ CREATE TABLE messages (
     counted_state     TEXT,  -- the state message_counts counts it under; NULL: not yet
     lease_owner       TEXT,  -- SCALE-1: the process that marked it SENDING (store/owner.py)
     message_type      TEXT,  -- IYS-1: commercial or transactional; NULL: not stated
-    -- IYS-4 (country TR): the account, number, sender header, day in Europe/Istanbul and
-    -- text, hashed (appliance/sending/duplicates.py); NULL: not guarded.
+    -- IYS-4 (country TR): the day in Europe/Istanbul, the account, the number, and the
+    -- sender header and text hashed (appliance/sending/duplicates.py); NULL: not guarded,
+    -- or ended REJECTED, FAILED or CANCELLED (cleared by a trigger: it blocks nothing).
     dup_key           TEXT,
     -- IYS-2: what kind of refusal ended it: 'iys' (a provider refused it for İYS); NULL otherwise.
     error_kind        TEXT,
@@ -241,7 +242,10 @@ CREATE INDEX messages_lanes ON messages (provider, priority, campaign_id, state,
     WHERE state IN ('QUEUED', 'RETRY') AND claimed_at IS NULL;
 -- OPS-6: the few messages the sender has reserved (released at start, or by a pause).
 CREATE INDEX messages_claimed ON messages (provider, campaign_id) WHERE claimed_at IS NOT NULL;
-CREATE INDEX messages_msisdn ON messages (account_id, msisdn);
+-- By number, for one account or all. IYS-4: also one message per duplicate-today key,
+-- dup_key: NULL when not guarded or ended (NULLs are distinct), so a message that ended
+-- REJECTED, FAILED or CANCELLED blocks nothing (appliance/store/dup_key_triggers.py).
+CREATE UNIQUE INDEX messages_msisdn ON messages (account_id, msisdn, dup_key);
 CREATE INDEX messages_provider_id ON messages (provider, provider_msg_id);
 -- DLR-7 cut-off, and overdue (DLR-11) counted from the index alone, for one account or all.
 CREATE INDEX messages_open ON messages (state, submitted_at, created_at, account_id);
@@ -249,10 +253,6 @@ CREATE INDEX messages_open ON messages (state, submitted_at, created_at, account
 -- state changed since they were counted (see message_counts below).
 CREATE INDEX messages_uncounted ON messages (created_at, account_id, state, counted_state)
     WHERE counted_state IS DISTINCT FROM state;
--- IYS-4: one live message per key; one that ended REJECTED, FAILED or CANCELLED leaves the
--- index, so it blocks nothing.
-CREATE UNIQUE INDEX messages_duplicate_today ON messages (dup_key)
-    WHERE dup_key IS NOT NULL AND state NOT IN ('REJECTED', 'FAILED', 'CANCELLED');
 -- IYS-2: the messages a provider refused for İYS, by creation time (few: the dashboard
 -- counts them without reading the others).
 CREATE INDEX messages_refused_kind ON messages (created_at) WHERE error_kind IS NOT NULL;

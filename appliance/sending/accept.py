@@ -82,7 +82,8 @@ def insert_message(conn: Connection, new: NewMessage, ref: str, now_ms: int,
                             None if row[7] is None else str(row[7]),
                             None if row[8] is None else int(row[8]))
     seg = seg or segment(new.body, new.counting)
-    if new.dup_key is not None and live_keys(conn, [new.dup_key]):
+    if new.dup_key is not None and live_keys(conn, new.account_id,
+                                             [(new.msisdn, new.dup_key)]):
         raise DuplicateToday(new.msisdn)
     conn.execute(
         "INSERT INTO messages (ref, account_id, provider, msisdn, body, idempotency_key,"

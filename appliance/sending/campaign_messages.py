@@ -9,11 +9,11 @@ number impossible.
 The contacts are taken in the order of their numbers (byte order, read along the
 list's ``UNIQUE (list_id, msisdn)`` index), not of their ids: a chunk's messages are
 then a run of neighbouring numbers, and each index of ``messages`` keyed by the number
-(the campaign's, the account's, and in Turkey the duplicate-today key) takes them as a
-run of neighbouring keys, so a commit writes a few pages of each. Taken by id, a list
-imported in no particular order put each chunk's numbers all over those indexes, and
-each commit rewrote about a page per message in each of them: a campaign of 100,000
-numbers took about nine times as long (``bench/bench_consent_expansion.py
+(the campaign's, and the account's, which in Turkey also holds the duplicate-today key)
+takes them as a run of neighbouring keys, so a commit writes a few pages of each. Taken
+by id, a list imported in no particular order put each chunk's numbers all over those
+indexes, and each commit rewrote about a page per message in each of them: a campaign of
+100,000 numbers took about nine times as long (``bench/bench_consent_expansion.py
 --shuffled``). So a campaign's messages are created, and sent, in number order.
 
 A contact whose number is on the account's suppression list gets its message created
@@ -141,16 +141,32 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
                      day_keys.of(str(msisdn), text)
                      if day_keys is not None and state == "QUEUED" else None, expiry,
                      to.route))
-    if day_keys is not None:
-        taken = live_keys(conn, (r[-3] for r in rows if r[-3] is not None))
+    if day_keys is None or not any(r[-3] is not None for r in rows):
+        return executemany_changes(conn, _INSERT.format(on="(campaign_id, msisdn)"), rows)
+    # IYS-4: the unique index messages_msisdn (account_id, msisdn, dup_key) is the check.
+    # Usually no number of the chunk had the text today: every message goes in at once,
+    # each key checked by the insert into the index it is written to anyway. If any
+    # did not go in (a repeat, or a message the campaign already has), the chunk is
+    # undone and made again with the repeats looked up first, so they are created
+    # CANCELLED, counted, in their place among the others.
+    conn.execute("SAVEPOINT keyed_chunk")
+    made = executemany_changes(conn, _INSERT.format(on=""), rows)
+    if made < len(rows):
+        conn.execute("ROLLBACK TO keyed_chunk")
+        taken = live_keys(conn, campaign.account_id,
+                          ((r[4], r[-3]) for r in rows if r[-3] is not None))
         for i, row in enumerate(rows if taken else ()):
             if row[-3] in taken:  # created CANCELLED, counted: the campaign adds up
                 rows[i] = (*row[:6], "CANCELLED", DUPLICATE_TODAY, *row[8:11], now_ms,
                            *row[12:-3], None, *row[-2:])
-    return executemany_changes(
-        conn, "INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
-        " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
-        " encoding, parts, ucs2_because, priority, ucs2_parts, message_type, dup_key,"
-        " expires_at, route)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (campaign_id, msisdn) DO NOTHING", rows)
+        made = executemany_changes(conn, _INSERT.format(on="(campaign_id, msisdn)"), rows)
+    conn.execute("RELEASE keyed_chunk")
+    return made
+
+
+_INSERT = ("INSERT INTO messages (ref, account_id, campaign_id, provider, msisdn, body,"
+           " state, error, attempts, next_attempt_at, created_at, updated_at, finalised_at,"
+           " encoding, parts, ucs2_because, priority, ucs2_parts, message_type, dup_key,"
+           " expires_at, route)"
+           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+           " ON CONFLICT {on} DO NOTHING")

@@ -16,7 +16,7 @@ from appliance.message_text.segments import TURKISH_TABLES, Counting, Segmentati
 from appliance.optout.consents import ALLOWED_SQL, no_consent_count
 from appliance.optout.suppressions import suppressed_count
 from appliance.sending.campaigns import list_id_of
-from appliance.sending.duplicates import LIVE_SQL, DayKeys, live_keys
+from appliance.sending.duplicates import DayKeys, live_keys
 from appliance.sending.personalise import Template, parse
 from appliance.store.connection import Connection
 
@@ -96,47 +96,51 @@ def dry_run(conn: Connection, account_id: int, list_name: str, provider: str,
     how = _How(turkish_prefixes, counting)
     plan = _counted(conn, account_id, list_name, provider, body, template or parse(body),
                     how, consent_gate)
-    if day_keys is None or plan.messages == 0 or not _keyed_today(conn, day_keys):
+    if day_keys is None or plan.messages == 0:
         return plan
     return _less_repeats(conn, plan, account_id, template or parse(body), how,
                          consent_gate, day_keys)
 
 
-def _keyed_today(conn: Connection, day_keys: DayKeys) -> bool:
-    """Does any live message of the account carry a key of that day? (One index probe:
-    the common case, nothing sent today, needs no key worked out.)"""
-    row: Any = conn.execute(
-        f"SELECT 1 FROM messages WHERE dup_key >= ? AND dup_key < ? AND {LIVE_SQL} LIMIT 1",
-        (day_keys.prefix, day_keys.prefix + "\x7f")).fetchone()
-    return row is not None
-
-
 def _sendable_sql(account_id: int, consent_gate: bool) -> str:
     consented = (f" AND EXISTS (SELECT 1 FROM consents k WHERE k.account_id = {int(account_id)}"
                  f" AND k.msisdn = c.msisdn AND {ALLOWED_SQL})") if consent_gate else ""
-    return ("c.list_id = ? AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE"
+    return ("NOT EXISTS (SELECT 1 FROM suppressions s WHERE"
             f" s.account_id = ? AND s.msisdn = c.msisdn){consented}")
 
 
 def _less_repeats(conn: Connection, plan: DryRun, account_id: int, template: Template,
                   how: _How, consent_gate: bool, day_keys: DayKeys) -> DryRun:
-    """``plan`` without the messages a live message of today already carries the key of:
-    each sendable contact's key worked out, looked up by the index, its parts taken off."""
+    """``plan`` without the messages a live message of today already carries the key of.
+
+    The sendable contacts whose number has a key of that day at all are found along
+    ``messages_msisdn (account_id, msisdn, dup_key)`` (a key leads with its day, so one
+    range of the number's entries; usually none), then only their keys are worked out and
+    looked up, and their parts taken off."""
     list_id = list_id_of(conn, account_id, plan.list_name)
     name_sql = "c.name" if template.personalised else "NULL"
     turkish, args = turkish_sql(how.prefixes)
+    day = day_keys.day
     rows: list[Any] = conn.execute(
-        f"SELECT c.msisdn, {name_sql}, {turkish} FROM contacts c WHERE"
-        f" {_sendable_sql(account_id, consent_gate)} AND c.id <= ?",
-        (*args, list_id, account_id, plan.last_contact_id)).fetchall()
+        f"SELECT c.msisdn, {name_sql}, {turkish} FROM contacts c WHERE c.list_id = ?"
+        " AND c.id <= ? AND EXISTS (SELECT 1 FROM messages m WHERE m.account_id = ?"
+        " AND m.msisdn = c.msisdn AND m.dup_key > ? AND m.dup_key < ?)"
+        f" AND {_sendable_sql(account_id, consent_gate)}",
+        (*args, list_id, plan.last_contact_id, account_id, day, day[:-1] + "0",
+         account_id)).fetchall()
+    if not rows:
+        return plan
     texts: dict[Any, str] = {}
     keyed: dict[str, tuple[str, bool]] = {}
+    numbers: dict[str, str] = {}
     for msisdn, name, to_turkey in rows:
         text = texts.get(name)
         if text is None:
             text = texts[name] = template.render(None if name is None else str(name))
-        keyed[day_keys.of(str(msisdn), text)] = (text, bool(to_turkey))
-    repeats = [keyed[k] for k in live_keys(conn, keyed)]
+        key = day_keys.of(str(msisdn), text)
+        keyed[key], numbers[key] = (text, bool(to_turkey)), str(msisdn)
+    repeats = [keyed[k] for k in live_keys(conn, account_id,
+                                           ((numbers[k], k) for k in keyed))]
     if not repeats:
         return plan
     segs = {key: segment(key[0], how.to(key[1])) for key in set(repeats)}

@@ -6,19 +6,26 @@ duplicate code).
 
 Each guarded message carries :func:`dup_key`: the day it is due, the account and the
 number as they are, then a hash of the sender header and the text after
-personalisation; the partial unique index ``messages_duplicate_today`` holds one live
-message per key (one that ended ``REJECTED``, ``FAILED`` or ``CANCELLED`` leaves the
-index, so it blocks nothing), so two writers at once cannot both make one. A single send
-answers ``409 duplicate_today``; a campaign creates the repeat ``CANCELLED`` with error
+personalisation. The number's index of ``messages`` is unique and ends with the key,
+``messages_msisdn (account_id, msisdn, dup_key)``, so it holds one message per key and
+two writers at once cannot both make one; a message that ends ``REJECTED``, ``FAILED``
+or ``CANCELLED`` has its key cleared by a trigger in the statement that ends it
+(:mod:`appliance.store.dup_key_triggers`), and one created so is created without one:
+NULLs are distinct in a unique index, so it blocks nothing. A single send answers ``409
+duplicate_today``; a campaign creates the repeat ``CANCELLED`` with error
 ``duplicate_today``, counted.
 
-The key leads with the day, then the account, so a campaign's keys go into one narrow
-stretch of the index (today's, its account's) rather than all over it: a key that was
-a hash of everything scattered each chunk's 2,000 keys over the whole index, which grows
-with every message ever keyed, and each chunk's commit rewrote that many index pages;
-that made a campaign's expansion in Turkey four times as long as without (see
-``bench/bench_consent_expansion.py``). :class:`DayKeys` works out the day once and hashes
-each distinct text once, for a chunk whose messages share the day and the sender.
+The key costs a guarded message no index entry of its own: every message has its entry
+in ``messages_msisdn`` anyway, and the key only lengthens it. Until schema version 24 a
+second unique index, over the live keys only, held them: a conflict check and an insert
+in one more B-tree for every guarded message, the largest part of what the guard added
+to a campaign's expansion in Turkey (``bench/bench_consent_expansion.py``). Before
+that, a key that was a hash of everything scattered each chunk's 2,000 keys over that
+whole index, and each chunk's commit rewrote that many of its pages. The key still
+leads with the day, so within one number's entries a day's keys lie together (the dry
+run looks for a number's keys of a day by that range). :class:`DayKeys` works out the
+day once and hashes each distinct text once, for a chunk whose messages share the day
+and the sender.
 """
 
 from __future__ import annotations
@@ -34,7 +41,6 @@ from appliance.store.connection import Connection
 
 DUPLICATE_TODAY: Final = "duplicate_today"
 TURKEY: Final = ZoneInfo("Europe/Istanbul")
-LIVE_SQL: Final = "state NOT IN ('REJECTED', 'FAILED', 'CANCELLED')"
 _IN_CHUNK = 500
 
 
@@ -51,7 +57,8 @@ class DayKeys:
     """The keys of one account's messages through one sender header due on one day."""
 
     def __init__(self, account_id: int, sender: str, due_ms: int) -> None:
-        self.prefix = f"{day_of(due_ms).replace('-', '')}/{account_id}/"
+        self.day = f"{day_of(due_ms).replace('-', '')}/"
+        self.prefix = f"{self.day}{account_id}/"
         self._sender = sender
         self._digests: dict[str, str] = {}
 
@@ -77,14 +84,19 @@ def dup_key(account_id: int, msisdn: str, sender: str, due_ms: int, text: str) -
     return DayKeys(account_id, sender, due_ms).of(msisdn, text)
 
 
-def live_keys(conn: Connection, keys: Iterable[str]) -> set[str]:
-    """Those of ``keys`` a live message holds (index lookups)."""
-    wanted = list(dict.fromkeys(keys))
+def live_keys(conn: Connection, account_id: int,
+              keyed: Iterable[tuple[str, str]]) -> set[str]:
+    """Those of the keys of ``keyed`` (number, key) a message of the account holds: one
+    probe of ``messages_msisdn`` per pair. A key in the index is a live message's (an
+    ended one's is cleared), so these are exactly the keys a new message would collide
+    with."""
+    wanted = list(dict.fromkeys(keyed))
     found: set[str] = set()
     for start in range(0, len(wanted), _IN_CHUNK):
         chunk = wanted[start:start + _IN_CHUNK]
         rows: list[Any] = conn.execute(
-            f"SELECT dup_key FROM messages WHERE dup_key IN ({','.join('?' * len(chunk))})"
-            f" AND dup_key IS NOT NULL AND {LIVE_SQL}", tuple(chunk)).fetchall()
+            "SELECT dup_key FROM messages WHERE account_id = ? AND (msisdn, dup_key) IN"
+            f" (VALUES {','.join(['(?, ?)'] * len(chunk))})",
+            (account_id, *(v for pair in chunk for v in pair))).fetchall()
         found.update(str(r[0]) for r in rows)
     return found

@@ -17,6 +17,7 @@ import apsw
 
 from appliance.store import dialect
 from appliance.store.migration_counts import add_rollups
+from appliance.store.migration_dup_keys import key_by_number
 from appliance.store.migration_expansion import add_campaign_number_order
 from appliance.store.migration_inbound import list_inbound_by_number
 from appliance.store.migration_receivers import add_account_receivers
@@ -442,4 +443,5 @@ MIGRATIONS: dict[int, Callable[[apsw.Connection], None]] = {
     21: add_account_receivers,
     22: add_routes,
     23: add_campaign_number_order,
+    24: key_by_number,
 }

@@ -1,8 +1,10 @@
-"""The triggers on PostgreSQL: the kept counts and the webhook outbox, installed.
+"""The triggers on PostgreSQL: the kept counts, the webhook outbox and the
+duplicate-today key's, installed.
 
 Each is defined once for both engines: the count triggers in
 :mod:`appliance.store.count_triggers`, the outbox's in
-:mod:`appliance.store.webhook_triggers`. PostgreSQL's triggers call a function, so each
+:mod:`appliance.store.webhook_triggers`, the key's in
+:mod:`appliance.store.dup_key_triggers`. PostgreSQL's triggers call a function, so each
 is a PL/pgSQL function and a trigger of the same name, with SQLite's meaning row for row:
 
 * ``row_counts`` by key for ``report_inbox`` (outcome, ``WAITING`` while NULL),
@@ -12,7 +14,10 @@ is a PL/pgSQL function and a trigger of the same name, with SQLite's meaning row
 * ``message_counts`` and ``row_counts`` (``messages``) when a counted message is deleted
   (the other message changes are folded by :func:`appliance.store.rollups.fold`);
 * while webhooks are on, one ``webhook_outbox`` row per accepted message and per state
-  change (SENDING excepted), in the transaction of the change.
+  change (SENDING excepted), in the transaction of the change;
+* the duplicate-today key of a message that ends ``REJECTED``, ``FAILED`` or
+  ``CANCELLED`` cleared (:mod:`appliance.store.dup_key_triggers`), before the change is
+  written.
 
 **Several processes.** Each database session counts into rows of its own (the key
 with ``#<backend pid>`` after it, :data:`appliance.store.count_triggers.STRIPE_SEPARATOR`),
@@ -34,7 +39,7 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from appliance.store import count_triggers, webhook_triggers
+from appliance.store import count_triggers, dup_key_triggers, webhook_triggers
 from appliance.store.connection import Connection
 from appliance.store.trigger_sql import PgTrigger
 
@@ -45,6 +50,10 @@ COUNT_FUNCTIONS: Final = count_triggers.PG_FUNCTIONS
 WEBHOOK_FUNCTIONS: Final = webhook_triggers.PG_FUNCTIONS
 COUNT_TRIGGERS: Final = count_triggers.pg_triggers()
 OUTBOX_TRIGGERS: Final = webhook_triggers.PG_TRIGGERS
+# Always there, webhooks on or off: the counts', and the one that clears the
+# duplicate-today key of a message that ends (IYS-4).
+ALWAYS_FUNCTIONS: Final = COUNT_FUNCTIONS + dup_key_triggers.PG_FUNCTIONS
+ALWAYS_TRIGGERS: Final = COUNT_TRIGGERS + dup_key_triggers.PG_TRIGGERS
 
 
 def _digest(functions: tuple[str, ...], trigger: PgTrigger) -> str:
@@ -55,7 +64,7 @@ def _digest(functions: tuple[str, ...], trigger: PgTrigger) -> str:
 
 
 def _wanted(webhooks: bool) -> dict[str, tuple[PgTrigger, str]]:
-    out = {t.name: (t, _digest(COUNT_FUNCTIONS, t)) for t in COUNT_TRIGGERS}
+    out = {t.name: (t, _digest(ALWAYS_FUNCTIONS, t)) for t in ALWAYS_TRIGGERS}
     if webhooks:
         out.update({t.name: (t, _digest(WEBHOOK_FUNCTIONS, t)) for t in OUTBOX_TRIGGERS})
     return out
@@ -63,7 +72,7 @@ def _wanted(webhooks: bool) -> dict[str, tuple[PgTrigger, str]]:
 
 def installed(conn: Connection) -> dict[str, str]:
     """The appliance's triggers in the current schema, by name, with their comment."""
-    names = [t.name for t in (*COUNT_TRIGGERS, *OUTBOX_TRIGGERS)]
+    names = [t.name for t in (*ALWAYS_TRIGGERS, *OUTBOX_TRIGGERS)]
     listed = ", ".join(f"'{n}'" for n in names)
     return {str(name): str(comment or "") for name, comment in conn.execute(
         "SELECT t.tgname, obj_description(t.oid, 'pg_trigger') FROM pg_trigger t"
@@ -94,11 +103,12 @@ def install(conn: Connection, *, webhooks: bool) -> None:
         stale = {n for n, (_t, digest) in wanted.items() if have.get(n) != digest}
         extra = set(have) - set(wanted)
         if stale:
-            functions = COUNT_FUNCTIONS + (WEBHOOK_FUNCTIONS if webhooks else ())
+            functions = ALWAYS_FUNCTIONS + (WEBHOOK_FUNCTIONS if webhooks else ())
             for fn in functions:
                 conn.execute(fn)
         for name in sorted(stale | extra):
-            table = next(t.table for t in (*COUNT_TRIGGERS, *OUTBOX_TRIGGERS) if t.name == name)
+            table = next(t.table for t in (*ALWAYS_TRIGGERS, *OUTBOX_TRIGGERS)
+                         if t.name == name)
             conn.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
         for name in sorted(stale):
             trigger, digest = wanted[name]

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import apsw
 
+from appliance.store import dup_key_triggers
 from appliance.store.count_triggers import sqlite_ddl
 from appliance.store.migrations import MIGRATIONS
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 # Beside the package's modules, in a checkout, an installed wheel and the one-file
 # executable alike (build/appliance.spec bundles it there). Read by path: importlib's
 # resource readers cost a new server ~10 ms of imports (tempfile, shutil, zipfile).
@@ -28,9 +29,10 @@ class SchemaTooNew(RuntimeError):
 
 
 def schema_sql() -> str:
-    """The schema a new SQLite database gets: ``schema.sql``, then the count triggers."""
+    """The schema a new SQLite database gets: ``schema.sql``, then the count triggers and
+    the one that clears an ended message's duplicate-today key."""
     tables = SCHEMA_FILE.read_text(encoding="utf-8")
-    return f"{tables}\n{sqlite_ddl()}"
+    return f"{tables}\n{sqlite_ddl()}\n{dup_key_triggers.SQLITE_DDL}"
 
 
 def open_connection(path: str, synchronous: str = "FULL", busy_timeout_ms: int = 5000,

@@ -27,7 +27,7 @@ from appliance.store.connection import Connection
 from appliance.store.pg import PgConnection
 from appliance.store.pg_schema import migrate
 from appliance.store.pg_triggers import (
-    COUNT_TRIGGERS,
+    ALWAYS_TRIGGERS,
     WEBHOOK_TRIGGERS,
     install,
     installed,
@@ -322,8 +322,8 @@ def test_the_outbox_triggers_exist_only_while_webhooks_are_on(pg: PgConnection) 
     assert not set(installed(pg)) & set(WEBHOOK_TRIGGERS)
     migrate(pg)
     assert not webhooks_installed(pg)
-    # The counts are kept whether webhooks are on or off.
-    assert set(installed(pg)) == {t.name for t in COUNT_TRIGGERS}
+    # The counts are kept (and ended messages' keys cleared) whether webhooks are on or off.
+    assert set(installed(pg)) == {t.name for t in ALWAYS_TRIGGERS}
 
 
 def test_installing_again_changes_nothing_and_a_changed_definition_is_replaced(
