@@ -149,10 +149,15 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
     # did not go in (a repeat, or a message the campaign already has), the chunk is
     # undone and made again with the repeats looked up first, so they are created
     # CANCELLED, counted, in their place among the others.
-    conn.execute("SAVEPOINT keyed_chunk")
-    made = executemany_changes(conn, _INSERT.format(on=""), rows)
-    if made < len(rows):
-        conn.execute("ROLLBACK TO keyed_chunk")
+    # (Outside a transaction, as a script may call it, nothing could be undone: the
+    # repeats are looked up first.)
+    undoable = conn.in_transaction
+    if undoable:
+        conn.execute("SAVEPOINT keyed_chunk")
+        made = executemany_changes(conn, _INSERT.format(on=""), rows)
+    if not undoable or made < len(rows):
+        if undoable:
+            conn.execute("ROLLBACK TO keyed_chunk")
         taken = live_keys(conn, campaign.account_id,
                           ((r[4], r[-3]) for r in rows if r[-3] is not None))
         for i, row in enumerate(rows if taken else ()):
@@ -160,7 +165,8 @@ def expand_chunk(conn: Connection, campaign: Campaign, new_ref: Callable[[], str
                 rows[i] = (*row[:6], "CANCELLED", DUPLICATE_TODAY, *row[8:11], now_ms,
                            *row[12:-3], None, *row[-2:])
         made = executemany_changes(conn, _INSERT.format(on="(campaign_id, msisdn)"), rows)
-    conn.execute("RELEASE keyed_chunk")
+    if undoable:
+        conn.execute("RELEASE keyed_chunk")
     return made
 
 

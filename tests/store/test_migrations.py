@@ -356,3 +356,43 @@ def test_version_23_lets_a_campaign_part_way_go_on_from_where_it_had_got_by_id(
         assert done is not None and done.expanded
     finally:
         check.close()
+
+
+def test_version_24_keeps_the_live_keys_and_frees_the_ended_ones(tmp_path: Path) -> None:
+    """Version 24 on a version-23 file: a live keyed message still blocks its key (the
+    number's index now holds it), one that had ended no longer does, and one that ends
+    after the upgrade frees its key too."""
+    old = tmp_path / "v23.db"
+    at_version(old, 23)
+    conn = apsw.Connection(str(old))
+    rows = [("live", "+905320000001", "QUEUED", "20260310/1/+905320000001/k"),
+            ("failed", "+905320000002", "FAILED", "20260310/1/+905320000002/k"),
+            ("cancelled", "+905320000003", "CANCELLED", "20260310/1/+905320000003/k"),
+            ("sent", "+905320000004", "SUBMITTED", "20260310/1/+905320000004/k")]
+    conn.execute("INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0)")
+    conn.executemany(
+        "INSERT INTO messages (ref, account_id, provider, msisdn, body, state,"
+        " next_attempt_at, created_at, updated_at, dup_key) VALUES (?, 1, 'p', ?, 'x', ?,"
+        " 0, 0, 0, ?)", rows)
+    conn.close()
+    assert migrate(str(old)) == SCHEMA_VERSION
+    fresh = tmp_path / "fresh.db"
+    migrate(str(fresh))
+    assert shape(old) == shape(fresh)
+    check = open_connection(str(old))
+    insert = ("INSERT INTO messages (ref, account_id, provider, msisdn, body, state,"
+              " next_attempt_at, created_at, updated_at, dup_key) VALUES (?, 1, 'p', ?, 'x',"
+              " 'QUEUED', 0, 0, 0, ?)")
+    try:
+        assert check.execute("SELECT ref FROM messages WHERE dup_key IS NOT NULL"
+                             " ORDER BY ref").fetchall() == [("live",), ("sent",)]
+        for ref, msisdn, state, key in rows:
+            if state in ("QUEUED", "SUBMITTED"):
+                with pytest.raises(apsw.ConstraintError):
+                    check.execute(insert, (f"again-{ref}", msisdn, key))
+            else:
+                check.execute(insert, (f"again-{ref}", msisdn, key))
+        check.execute("UPDATE messages SET state = 'REJECTED' WHERE ref = 'sent'")
+        check.execute(insert, ("again-sent", "+905320000004", rows[3][3]))
+    finally:
+        check.close()
