@@ -147,3 +147,46 @@ def test_the_keys_are_looked_up_along_the_numbers_index_never_by_a_scan(
         for found in reads:
             assert found and all(r.startswith("SEARCH") and "messages_msisdn" in r
                                  for r in found), found
+
+
+def test_a_version_23_database_on_postgresql_keeps_its_live_keys_and_frees_the_ended(
+        pg_url: str) -> None:
+    """Version 24's step on PostgreSQL: a database as version 23 left it (the partial
+    unique index, no trigger, an ended message still carrying its key) migrates; the live
+    key still blocks, the ended one no longer does, and ending a message frees its key."""
+    from appliance.store.pg_schema import VERSION_TABLE
+
+    conn = PgConnection.connect(pg_url)
+    try:
+        pg_schema.migrate(conn)
+        conn.execute("DROP TRIGGER messages_ended_unkeyed ON messages")
+        conn.execute("DROP INDEX messages_msisdn")
+        conn.execute("CREATE INDEX messages_msisdn ON messages (account_id, msisdn)")
+        conn.execute("CREATE UNIQUE INDEX messages_duplicate_today ON messages (dup_key)"
+                     " WHERE dup_key IS NOT NULL"
+                     " AND state NOT IN ('REJECTED', 'FAILED', 'CANCELLED')")
+        conn.execute(f"UPDATE {VERSION_TABLE} SET version = 23")
+        conn.execute("INSERT INTO accounts (name, created_at) VALUES ('acme', 0)")
+        live, ended = (dup_key(1, n, "ACME", NOW, TEXT) for n in ENDINGS_NUMBERS[:2])
+        for ref, msisdn, state, key in (("live", ENDINGS_NUMBERS[0], "QUEUED", live),
+                                        ("ended", ENDINGS_NUMBERS[1], "FAILED", ended)):
+            conn.execute("INSERT INTO messages (ref, account_id, provider, msisdn, body,"
+                         " state, next_attempt_at, created_at, updated_at, dup_key)"
+                         " VALUES (?, 1, 'sim', ?, ?, ?, 0, 0, 0, ?)",
+                         (ref, msisdn, TEXT, state, key))
+        assert pg_schema.migrate(conn) == pg_schema.SCHEMA_VERSION
+        conn.execute("BEGIN")
+        with pytest.raises(DuplicateToday):
+            _send(conn, ENDINGS_NUMBERS[0], "again-live")
+        _send(conn, ENDINGS_NUMBERS[1], "again-ended")
+        conn.execute("UPDATE messages SET state = 'REJECTED' WHERE ref = 'live'")
+        _send(conn, ENDINGS_NUMBERS[0], "after-rejected")
+        conn.execute("COMMIT")
+        indexes = {str(r[0]) for r in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'messages'")}
+        assert "messages_duplicate_today" not in indexes and "messages_msisdn" in indexes
+    finally:
+        conn.close()
+
+
+ENDINGS_NUMBERS = list(ENDINGS)
