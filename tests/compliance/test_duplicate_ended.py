@@ -20,7 +20,7 @@ from appliance.sending.duplicates import DuplicateToday, dup_key
 from appliance.store import pg_schema
 from appliance.store.connection import Connection
 from appliance.store.pg import PgConnection
-from appliance.store.schema import migrate, open_connection
+from appliance.store.schema import SCHEMA_VERSION, migrate, open_connection
 from tests.pg_server import PgServer, pg_server, pg_url
 
 __all__ = ["PgServer", "pg_server", "pg_url"]
@@ -174,7 +174,7 @@ def test_a_version_23_database_on_postgresql_keeps_its_live_keys_and_frees_the_e
                          " state, next_attempt_at, created_at, updated_at, dup_key)"
                          " VALUES (?, 1, 'sim', ?, ?, ?, 0, 0, 0, ?)",
                          (ref, msisdn, TEXT, state, key))
-        assert pg_schema.migrate(conn) == pg_schema.SCHEMA_VERSION
+        assert pg_schema.migrate(conn) == SCHEMA_VERSION
         conn.execute("BEGIN")
         with pytest.raises(DuplicateToday):
             _send(conn, ENDINGS_NUMBERS[0], "again-live")
