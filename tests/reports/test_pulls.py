@@ -127,11 +127,11 @@ def test_a_pull_racing_a_push_stores_one_fact(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_pulls_stop_at_the_cut_off_with_backoff_and_a_last_ask(tmp_path: Path) -> None:
-    # An 18 s delivery window: asks at 1 s, 4 s (+3), 13 s (+9) and 16.2 s (90% of the
-    # window, the last), then the cut-off closes it UNKNOWN; the simulator never learns
-    # the fate.
-    with rig(tmp_path, "--no-push", "--silent-rate", "1", pull_after_s=1,
-             sending="delivery_window_hours = 0.005") as r:
+    # A 12.6 s delivery window: asks at 0.5 s, 2 s (+1.5), 6.5 s (+4.5), each a little
+    # late (the provider's pull rate, its answer), and 11.3 s (90% of the window, the
+    # last), then the cut-off closes it UNKNOWN; the simulator never learns the fate.
+    with rig(tmp_path, "--no-push", "--silent-rate", "1", pull_after_s=0.5,
+             sending="delivery_window_hours = 0.0035") as r:
         ref = send_many(r.api, 1)[0]
         m = wait_state(r.api, ref, "UNKNOWN", timeout=90)
         assert m["pulls"] == 4
