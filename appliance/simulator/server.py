@@ -16,7 +16,8 @@ next submissions (``{"http": 429, "retry_after": "2"}``, ``{"http": 503}``,
 ``{"status": "3"}``, ``{"hang_s": 5}`` (accept, then answer late), ``{"silent": true}``
 (accept, never report), ``{"refuse_part": 2, "part_status": "5"}`` (part 2 refused inside
 the 200), ``{"fail_part": 3}`` (part 3's receipt says ``failed``), ``{"report_order": [2,
-1]}`` (the final receipts one after the other, in that order of parts));
+1]}`` (the final receipts one after the other, in that order of parts), ``{"push":
+false}`` (the receipts held until ``POST /_sim/push_now`` or a status request));
 ``POST /_sim/reset`` clears both. ``GET /sms/status`` answers status requests
 (:mod:`appliance.simulator.status_pull`, with its own ``POST /_sim/pull_script``);
 ``push_rate`` below 1 leaves that share of messages to be found only that way.
@@ -208,7 +209,8 @@ class Simulator:
             # Pushed (when asked for, and for push_rate of the messages) or known only
             # to a status request (GET /sms/status).
             push = bool(callback) and params.get("status-report-req", "1") != "0" and (
-                b.push_rate >= 1.0 or self.rng.random() < b.push_rate)
+                b.push_rate >= 1.0 or self.rng.random() < b.push_rate) and (
+                step is None or step.get("push", True) is not False)
             await self._report(callback, to, ref, taken, stats, step or {}, push)
         if step is not None and "hang_s" in step:
             await asyncio.sleep(float(step["hang_s"]))

@@ -31,12 +31,6 @@ class PullSimulator(SimulatorProcess):
     def pull_script(self, steps: list[dict[str, Any]]) -> None:
         httpx.post(self.url + "/_sim/pull_script", json=steps, timeout=10).raise_for_status()
 
-    def push_now(self, refs: list[str]) -> dict[str, Any]:
-        r = httpx.post(self.url + "/_sim/push_now", json={"refs": refs}, timeout=30)
-        r.raise_for_status()
-        out: dict[str, Any] = r.json()
-        return out
-
 
 @dataclass
 class Rig:

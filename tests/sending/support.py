@@ -66,6 +66,14 @@ class SimulatorProcess:
     def script(self, steps: Iterable[dict[str, Any]]) -> None:
         httpx.post(self.url + "/_sim/script", json=list(steps), timeout=10).raise_for_status()
 
+    def push_now(self, refs: list[str]) -> dict[str, Any]:
+        """Push the final receipts of ``refs`` now (those held by ``{"push": false}`` or
+        left to status requests), each once taken."""
+        r = httpx.post(self.url + "/_sim/push_now", json={"refs": refs}, timeout=30)
+        r.raise_for_status()
+        out: dict[str, Any] = r.json()
+        return out
+
 
 def provider_config(path: Path, base_url: str, rate_per_s: float = 200.0, concurrency: int = 8,
                     extra: str = "", sending: str = "") -> Path:
