@@ -1,4 +1,4 @@
-"""How ``make test`` shares the suite between two workers (``tests/workers.py``): a module
+"""How ``make test`` shares the suite between its workers (``tests/workers.py``): a module
 whose tests share a module-scoped fixture runs on one worker (the fixture is set up
 once), the other tests go where a worker is free, the slow ones start first, and a
 failure is printed and fails the run."""

@@ -1,8 +1,8 @@
 """How the suite is shared between ``pytest -n`` workers (pytest-xdist, ``--dist loadgroup``).
 
-``make test`` runs the suite on two workers, then the tests marked ``serial`` alone (they
-time something, so another worker's load could fail them). ``plan`` decides, the same way
-in every worker, how the rest is shared out:
+``make test`` runs the suite on three workers (``WORKERS``), then the tests marked
+``serial`` alone (they time something, so another worker's load could fail them).
+``plan`` decides, the same way in every worker, how the rest is shared out:
 
 - a module whose tests share a module-scoped fixture (a server, a browser) runs on one
   worker, so the fixture is set up once (a group named after the module); every other
