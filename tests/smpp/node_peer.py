@@ -47,6 +47,16 @@ class NodeSmsc:
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in list(self.events) if e["event"] == kind]
 
+    def seen(self, kind: str, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """The ``kind`` events once ``count`` of them are read: a PDU is printed before
+        it is answered, but the thread reading the prints can lag the answer."""
+        deadline = time.monotonic() + timeout
+        while len(self.of(kind)) < count:
+            if time.monotonic() > deadline:
+                pytest.fail(f"node-smpp printed {len(self.of(kind))} {kind!r}, not {count}")
+            time.sleep(0.01)
+        return self.of(kind)
+
     def wait_ready(self) -> None:
         deadline = time.monotonic() + 15
         while not self.of("ready"):

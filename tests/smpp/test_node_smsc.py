@@ -60,7 +60,7 @@ def test_gsm7_and_ucs2_bind_submit_and_receipt(node_smsc: NodeSmsc) -> None:
                              what="receipts")
         finally:
             await session.stop()
-        submits = {e["id"]: e for e in node_smsc.of("submit")}
+        submits = {e["id"]: e for e in node_smsc.seen("submit", len(segs))}
         assert len(submits) == len(segs)
         for seg, out in zip(segs, outs, strict=True):
             e = submits[out.message_id or ""]
@@ -107,7 +107,7 @@ def test_turkish_bytes_as_the_smsc_received_them(node_smsc: NodeSmsc, text: str)
             await t.close()
 
     run(body())
-    got = node_smsc.of("submit")
+    got = node_smsc.seen("submit", seg.count)
     assert len(got) == seg.count
     codec = codecs.lookup(CODECS[seg.tables])
     by_seq: dict[int, str] = {}

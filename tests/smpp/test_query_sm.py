@@ -187,7 +187,7 @@ def test_node_smpp_answers_query_sm(node_smsc: NodeSmsc) -> None:
             (report,) = answers.replies[0].answer.reports
             assert (report.state, report.status) == ("DELIVERED", "DELIVRD")
             assert report.reported_at_ms > 0
-            asked = node_smsc.of("query")
+            asked = node_smsc.seen("query", 2)
             # node-smpp read our query_sm: the id as it answered it, our source address.
             assert [(q["message_id"], q["source_addr"]) for q in asked] == [
                 ("N1", "ACME"), ("N999", "ACME")]
