@@ -1,5 +1,5 @@
-"""Callbacks stored together: :func:`receive_all`, the report intake's first try at a
-batch (:func:`appliance.web.intake_process.store_batch`).
+"""Callbacks stored together: :func:`receive_all`, the first try at a batch of
+callbacks on either port (:func:`appliance.web.callback_store.store_batch`).
 
 Each statement is written once for all the callbacks, not once for each: on
 PostgreSQL every statement is a round trip, and a batch of unknown receipts costs three

@@ -17,6 +17,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 
 from appliance.refusals import Refused
 from appliance.web.deferred_routes import DeferredRoutes
@@ -85,7 +86,13 @@ def served_routes() -> list[BaseRoute]:
     return routes
 
 
-def build_app(parts: Parts) -> Starlette:
+def build_app(parts: Parts) -> ASGIApp:
+    """The Starlette app of every route, with ``/callbacks/{provider}`` taken ahead of
+    it (:class:`~appliance.web.callback_endpoint.CallbackLane`: a report flood does not
+    pay for Starlette's layers; see :mod:`appliance.web.callback_endpoint`)."""
+    from appliance.web.callback_endpoint import CallbackLane
+    from appliance.web.callbacks import own_port
+
     runtime = parts.runtime
 
     @contextlib.asynccontextmanager
@@ -111,4 +118,5 @@ def build_app(parts: Parts) -> Starlette:
                     Middleware(LastResort, budget=parts.body_budget)],
     )
     app.state.parts = parts
-    return app
+    app.state.callbacks = endpoint = own_port(parts)
+    return CallbackLane(app, endpoint)

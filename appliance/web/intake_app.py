@@ -1,11 +1,11 @@
 """The report intake's process: ``/callbacks/{provider}`` on ``[reports] intake_port``.
 
 A plain ASGI app under the same uvicorn setup as the server (the edge protocol's
-timeouts and header limit, :mod:`appliance.web.listener`). For each callback it does
-what the server's route does up to the write (:mod:`appliance.web.callbacks`: the
-provider's reader, the body limit, the signature, the reports), then sends the raw
-callback and its reports to the server over the link (:mod:`appliance.reports.intake_link`)
-and answers the provider's ``2xx`` only once the server says they are committed:
+timeouts and header limit, :mod:`appliance.web.listener`), serving the same endpoint as
+the server's own port (:mod:`appliance.web.callback_endpoint`: the provider's reader,
+the body limit, the signature, the reports) with a store of its own: the raw callback
+and its reports sent to the server over the link (:mod:`appliance.reports.intake_link`),
+and it answers the provider's ``2xx`` only once the server says they are committed:
 ``503`` with ``Retry-After`` when the store failed or the server is gone. It opens no
 database. When the link closes (the server stopped or died) it answers what is waiting
 with ``503`` and exits.
@@ -23,32 +23,21 @@ import contextlib
 import logging
 import os
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
 from appliance.config import Settings
-from appliance.logs import request_id
-from appliance.ops.observability.request_middleware import incoming_request_id, new_request_id
 from appliance.provider_kinds import KINDS
 from appliance.providers.registry import Providers
-from appliance.reports.intake_link import frame, frames
-from appliance.web.body_budget import BodyBudget, read_scope_pieces
-from appliance.web.callback_check import (
-    TOO_LARGE,
-    TRY_AGAIN,
-    check,
-    inbound_reader_for,
-    reader_for,
-    refusal,
-)
+from appliance.reports.intake_link import callback_fields, frame, frames
+from appliance.web.body_budget import BodyBudget
+from appliance.web.callback_check import Checked
+from appliance.web.callback_endpoint import CallbackEndpoint
 from appliance.web.edge import STATS
-from appliance.web.errors import ApiError
 
 log = logging.getLogger("appliance.callbacks")
-PREFIX = "/callbacks/"
 METRICS_EVERY_S = 0.5
 EXIT_AFTER_S = 0.5  # once the link is gone: time to send the waiting 503s
 
@@ -108,6 +97,9 @@ class IntakeApp:
         self.providers = Providers(settings, KINDS)
         self.budget = BodyBudget(settings.http.max_inflight_body_bytes)
         self.link = Link()
+        self.endpoint = CallbackEndpoint(
+            self.providers, self.budget, settings.reports.max_callback_bytes,
+            settings.report_callback_base, self._store, self._observe)
         self._link_sock = link_sock
         self._requests: list[tuple[str, int, float]] = []
         self._flusher: asyncio.Task[None] | None = None
@@ -116,54 +108,17 @@ class IntakeApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        rid = incoming_request_id(scope) or new_request_id()
-        token = request_id.set(rid)
-        started = time.perf_counter()
-        method = str(scope.get("method", "GET"))
-        status = 500
-        try:
-            status, headers, content = await self._answer(scope, receive)
-        except ApiError as exc:
-            status, headers, content = _refusal(exc)
-        finally:
-            self.budget.release(scope)
-            request_id.reset(token)
-        headers = [*headers, (b"content-length", str(len(content)).encode()),
-                   (b"x-request-id", rid.encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
-        self._requests.append((method if method in ("GET", "POST") else "OTHER", status,
-                               time.perf_counter() - started))
+        elif scope["type"] == "http":
+            await self.endpoint(scope, receive, send)
 
-    async def _answer(self, scope: Scope, receive: Receive
-                      ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        path = str(scope.get("path", ""))
-        name = path[len(PREFIX):] if path.startswith(PREFIX) else ""
-        if not name or "/" in name:
-            raise ApiError(404, "not_found", "no such route on the report intake's port")
-        if scope.get("method") not in ("GET", "POST"):
-            raise ApiError(405, "method_not_allowed", "send GET or POST")
-        reader = reader_for(self.providers, name)
-        pieces = await read_scope_pieces(scope, receive,
-                                         self.settings.reports.max_callback_bytes, self.budget)
-        if pieces is None:
-            raise TOO_LARGE
-        body = b"".join(pieces)
-        query = bytes(scope.get("query_string", b"")).decode("latin-1")
-        url = self.settings.report_callback_base + path + (f"?{query}" if query else "")
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        checked = check(reader, name, str(scope["method"]), url, query, headers, body,
-                        inbound_reader_for(self.providers, name))
-        stored = await self.link.store((name, checked.raw, checked.reports,
-                                        checked.parse_error, checked.signed_age_s,
-                                        checked.inbound, checked.inbound_error))
-        if not stored:
-            raise TRY_AGAIN
-        status, content, media_type = checked.answer
-        return status, [(b"content-type", media_type.encode("latin-1"))], content
+    def _store(self, checked: Checked) -> asyncio.Future[bool]:
+        raw, reports = callback_fields(checked.raw, checked.reports)
+        return self.link.store((checked.provider, raw, reports, checked.parse_error,
+                                checked.signed_age_s, checked.inbound, checked.inbound_error))
+
+    def _observe(self, method: str, status: int, seconds: float) -> None:
+        self._requests.append((method if method in ("GET", "POST") else "OTHER", status,
+                               seconds))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -194,15 +149,6 @@ class IntakeApp:
         if edge != self._edge_sent:
             self._edge_sent = edge
             self.link.send(("edge", *edge))
-
-
-def _refusal(exc: ApiError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """As :func:`appliance.web.callback_check.refusal` answers, for a plain ASGI app."""
-    response = refusal(exc)
-    headers = [(k, v) for k, v in response.raw_headers if k != b"content-length"]
-    if exc.status == 405:
-        headers.append((b"allow", b"GET, POST"))
-    return response.status_code, headers, bytes(response.body)
 
 
 def serve_intake(listening: socket.socket, link_sock: socket.socket, settings: Settings,

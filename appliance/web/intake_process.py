@@ -7,10 +7,9 @@ reading of the reports on its own core; the server keeps the one thing that must
 with it, the write. For each callback the child sends the raw body and its reports over
 a Unix socket pair (:mod:`appliance.reports.intake_link`). A thread here waits for
 them and hands the writer one unit at a time that reads whatever has come and stores
-it (:func:`store_batch`: all of them together by
-:func:`appliance.reports.together.receive_all`, or, when that raises, each by the route's own
-unit, :func:`appliance.reports.apply.receive`, under a savepoint per callback), so the
-callbacks' bytes are unpickled by the thread
+it (:func:`appliance.web.callback_store.store_batch`, as the own port stores its
+callbacks: all of them together, or, when that raises, each under a savepoint of its
+own), so the callbacks' bytes are unpickled by the thread
 that stores them rather than by a second one taking the GIL from it (1.13x the rate).
 Once the writer has committed the unit, the outcomes go back in one frame, from the
 writer's thread, and only then does the child answer. So a ``2xx`` from the intake's
@@ -44,19 +43,14 @@ from typing import Any
 
 import anyio.to_thread
 
-from appliance.config import Settings
-from appliance.inbound.store import InboundRules
 from appliance.ops.observability.metrics import Metrics
-from appliance.providers import InboundMessage
 from appliance.reports.apply import Receipt
-from appliance.reports.inbox import InboxReport, RawCallback
-from appliance.reports.intake_link import frame, frames
-from appliance.reports.together import receive_all
+from appliance.reports.intake_link import callback_of, frame, frames
 from appliance.runtime import Runtime
 from appliance.store.connection import Connection
-from appliance.store.errors import STORAGE_ERRORS
 from appliance.store.writer import WriterClosed
-from appliance.web.callback_check import note_inbound, note_receipt, receive_push
+from appliance.web.callback_check import note_receipt
+from appliance.web.callback_store import Callback, store_batch
 from appliance.web.intake_app import serve_intake
 
 log = logging.getLogger("appliance.callbacks")
@@ -64,11 +58,6 @@ RESTART_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 10.0
 STEADY_S = 30.0  # a child that lived this long resets the backoff
 ROUTE = "/callbacks/{provider}"
-# A checked callback as the intake sends it: (number, provider, raw, reports,
-# parse_error, signed_age_s, inbound, inbound_error): the last two, inbound messages
-# pushed to the report URL (``Checked.inbound``).
-Callback = tuple[int, str, RawCallback, list[InboxReport], str | None, float | None,
-                 list[InboundMessage], str | None]
 
 
 class _Drain:
@@ -120,59 +109,6 @@ class IntakeEdge:
     @property
     def budget_refused(self) -> int:
         return self._budget_refused_before + self._budget_refused
-
-
-def store_batch(conn: Connection, batch: list[Callback], now_ms: int,
-                settings: Settings) -> list[Receipt | None]:
-    """The write unit of the callbacks of one read: each the route's own unit
-    (:func:`~appliance.web.callback_check.receive_push`) under a savepoint of its own,
-    so one that fails is undone alone (``None``); a storage error fails them all.
-
-    Callbacks of reports alone (no inbound messages) are first stored together
-    (:func:`~appliance.reports.together.receive_all`: a few statements for all of them,
-    not a few each, which on PostgreSQL are as many round trips); when that raises, it
-    is undone and they are taken one by one as above, so the outcome of each is the
-    same either way."""
-    if not any(inbound or inbound_error is not None for *_, inbound, inbound_error in batch):
-        together = _store_together(conn, batch, now_ms)
-        if together is not None:
-            return together
-    receipts: list[Receipt | None] = []
-    for _, name, raw, reports, parse_error, _, inbound, inbound_error in batch:
-        conn.execute("SAVEPOINT intake")
-        try:
-            carries_inbound = bool(inbound) or inbound_error is not None
-            rules = InboundRules.from_settings(settings) if carries_inbound else None
-            receipt, filed = receive_push(conn, rules, raw, reports, parse_error, inbound,
-                                          inbound_error, now_ms)
-            receipts.append(receipt)
-            note_inbound(name, filed)
-        except STORAGE_ERRORS:
-            raise
-        except Exception:
-            log.exception("callback for provider %s could not be stored", raw.provider)
-            conn.execute("ROLLBACK TO intake")
-            receipts.append(None)
-        conn.execute("RELEASE intake")
-    return receipts
-
-
-def _store_together(conn: Connection, batch: list[Callback], now_ms: int
-                    ) -> list[Receipt | None] | None:
-    """The batch's callbacks by :func:`~appliance.reports.together.receive_all`, under one
-    savepoint; ``None`` (nothing stored) when one of them raised."""
-    conn.execute("SAVEPOINT intake_all")
-    try:
-        receipts = receive_all(conn, [(raw, reports, parse_error)
-                                      for _, _, raw, reports, parse_error, *_ in batch], now_ms)
-    except STORAGE_ERRORS:
-        raise
-    except Exception:
-        conn.execute("ROLLBACK TO intake_all")
-        conn.execute("RELEASE intake_all")
-        return None
-    conn.execute("RELEASE intake_all")
-    return list(receipts)
 
 
 class ReportIntake:
@@ -281,7 +217,7 @@ class ReportIntake:
                 drain.buffer += data
             for message in frames(drain.buffer):
                 if message[0] == "store":
-                    taken.batch.append(message[1:])
+                    taken.batch.append(callback_of(message))
                 else:
                     drain.others.append(message)
         finally:

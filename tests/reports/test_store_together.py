@@ -1,4 +1,4 @@
-"""Callbacks stored together (the report intake's unit, ``store_batch``, and the
+"""Callbacks stored together (both ports' unit, ``store_batch``, and the
 reconciler's, ``settle_due``): each callback answered as when taken one by one, one bad
 callback never costing the others, and on PostgreSQL a few round trips for a whole
 batch rather than a few for each callback (DLR-2, DLR-4, SCALE-2)."""
@@ -16,9 +16,9 @@ from appliance.store import Store
 from appliance.store.connection import Connection
 from appliance.store.pg import PgConnection
 from appliance.store.pg_store import open_postgresql
-from appliance.web import intake_process
-from appliance.web.intake_process import Callback, store_batch
-from appliance.web.intake_process import _store_together as store_together
+from appliance.web import callback_store
+from appliance.web.callback_store import Callback, store_batch
+from appliance.web.callback_store import _store_together as store_together
 from tests.reports.support import PROVIDER, add_account, add_message, inbox_rows, message, one
 from tests.reports.support import report as a_report
 
@@ -64,7 +64,7 @@ def test_each_callback_of_a_batch_is_stored_as_alone_and_a_bad_one_costs_no_othe
         stored = store_together(*args)
         tries.append(stored is not None)
         return stored
-    monkeypatch.setattr(intake_process, "_store_together", together)
+    monkeypatch.setattr(callback_store, "_store_together", together)
     receipts = store(store_on_both, batch if with_bad else batch[:2] + batch[3:])
     assert tries == [not with_bad]
     assert all(r is not None for r in receipts)  # each answered 2xx: on disk

@@ -66,14 +66,20 @@ class RequestMiddleware:
         try:
             await self.app(scope, receive, sending)
         finally:
-            elapsed = time.perf_counter() - started
             route = scope.get("route")
-            template = str(getattr(route, "path", "") or "unmatched")
-            method = str(scope.get("method", "GET"))
-            self.metrics.observe_request(template, method if method in METHODS else "OTHER",
-                                         status, elapsed)
-            if status >= 500:  # summed up per route and status: a full disk fails them all
-                sampled_line(log, "request failed", level=logging.WARNING,
-                             detail_key="status").note(f"{template} {status}", status,
-                                                       route=template)
+            observe_request(self.metrics, str(getattr(route, "path", "") or "unmatched"),
+                            str(scope.get("method", "GET")), status,
+                            time.perf_counter() - started)
             request_id.reset(token)
+
+
+def observe_request(metrics: Metrics, template: str, method: str, status: int,
+                    seconds: float) -> None:
+    """One answered request in the metrics (``method`` outside :data:`METHODS` counted as
+    ``OTHER``), and a server error in the log, summed up per route and status: a full
+    disk fails them all."""
+    metrics.observe_request(template, method if method in METHODS else "OTHER", status,
+                            seconds)
+    if status >= 500:
+        sampled_line(log, "request failed", level=logging.WARNING,
+                     detail_key="status").note(f"{template} {status}", status, route=template)
