@@ -25,6 +25,7 @@ from tests.edge.support import (
     edge_config,
     raw_request,
     read_response,
+    read_until_closed,
     signed_callback,
     status_and_json,
 )
@@ -148,6 +149,32 @@ def test_a_body_that_trickles_is_closed_though_it_is_never_idle(edge: tuple[Serv
         elapsed = time.monotonic() - started
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
     assert BODY_TIMEOUT_S * 0.9 <= elapsed < BODY_TIMEOUT_S + 3
+
+
+@pytest.mark.parametrize("stalls", ["headers", "body"])
+def test_a_kept_alive_connections_next_request_gets_its_own_full_time_then_408(
+        edge: tuple[Server, str], stalls: str) -> None:
+    """The timers of one request are not cancelled when it is answered; they must still
+    give the next request on the same connection its whole time from its own start,
+    no less (a timer left from the first request) and not much more."""
+    srv, _ = edge
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(sock).startswith(b"HTTP/1.1 200 ")
+        # Idle between requests (not timed by these timers), past half of the first
+        # request's timers, so a timer left from it would fire early in the next one.
+        time.sleep(HEADER_TIMEOUT_S * 0.6)
+        if stalls == "headers":
+            sock.sendall(b"POST /callbacks/" + PROVIDER.encode() + b" HTTP/1.1\r\nHost: x\r\n")
+        else:
+            sock.sendall(b"POST /callbacks/" + PROVIDER.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Length: 100\r\n\r\n{")
+        started = time.monotonic()
+        answer = read_until_closed(sock, 10)
+        elapsed = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    limit = HEADER_TIMEOUT_S if stalls == "headers" else BODY_TIMEOUT_S
+    assert limit * 0.9 <= elapsed < limit + 3, elapsed
 
 
 def test_headers_over_the_limit_are_431_and_not_read(edge: tuple[Server, str]) -> None:

@@ -396,6 +396,7 @@ class Metrics:
             " into it (0 when that time is ahead of our clock).",
             ["provider"], buckets=REPORT_AGE_BUCKETS, registry=self.registry)
         self._by_request: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._age_by_provider: dict[str, Any] = {}
 
     def collect_from(self, runtime: Runtime, sources: Sources) -> None:
         """Read the parts at each scrape, and time the writer's commits."""
@@ -414,7 +415,10 @@ class Metrics:
         found[1].observe(seconds)
 
     def observe_signed_report_age(self, provider: str, seconds: float) -> None:
-        self.signed_report_age.labels(provider).observe(max(0.0, seconds))
+        found = self._age_by_provider.get(provider)
+        if found is None:  # as above: the child looked up once per provider
+            found = self._age_by_provider[provider] = self.signed_report_age.labels(provider)
+        found.observe(max(0.0, seconds))
 
     async def exposition(self) -> bytes:
         return await anyio.to_thread.run_sync(generate_latest, self.registry)
