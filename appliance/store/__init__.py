@@ -17,7 +17,7 @@ from appliance.store.checkpointer import Checkpointer
 from appliance.store.connection import Connection
 from appliance.store.readers import Readers
 from appliance.store.schema import migrate
-from appliance.store.sqlite_engine import sqlite_writer
+from appliance.store.sqlite_engine import SqliteEngine, sqlite_writer
 from appliance.store.writer import C, Writer
 
 if TYPE_CHECKING:
@@ -76,7 +76,10 @@ class Store(Generic[C]):
         writer = sqlite_writer(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
         writer.start()
         readers = Readers(path, size=read_connections, busy_timeout_ms=busy_timeout_ms)
-        checkpointer = Checkpointer(path, busy_timeout_ms=busy_timeout_ms)
+        engine = writer.engine
+        assert isinstance(engine, SqliteEngine)
+        checkpointer = Checkpointer(path, busy_timeout_ms=busy_timeout_ms,
+                                    wal_used=engine.wal_bytes)
         checkpointer.start()
         return Store(writer, readers, checkpointer)
 

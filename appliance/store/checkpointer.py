@@ -6,7 +6,9 @@ commit: a callback or an accept that happens to be that commit waits for it. The
 writer turns the automatic checkpoint off; this thread runs a ``PASSIVE``
 checkpoint from its own connection whenever the WAL has grown past ``wal_bytes``.
 PASSIVE never blocks the writer or the readers; SQLite starts the WAL over at the
-next write once a checkpoint has caught up.
+next write once a checkpoint has caught up. How full the WAL is comes from the writer
+(``wal_used``: the frames since the log started over), since the file is kept at its
+size when the log starts over (:mod:`appliance.store.sqlite_engine`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 
 import apsw
 
@@ -24,9 +27,12 @@ log = logging.getLogger("appliance.store")
 
 class Checkpointer:
     def __init__(self, path: str, wal_bytes: int = 16 * 1024 * 1024,
-                 interval_s: float = 0.5, busy_timeout_ms: int = 5000) -> None:
+                 interval_s: float = 0.5, busy_timeout_ms: int = 5000,
+                 wal_used: Callable[[], int] | None = None) -> None:
         self.path = path
         self.wal_bytes = wal_bytes
+        # How much the log holds (the writer's count); without it, the file's size.
+        self.wal_used = wal_used or self.wal_size
         self.interval_s = interval_s
         self.busy_timeout_ms = busy_timeout_ms
         self.checkpoints = 0
@@ -55,7 +61,7 @@ class Checkpointer:
         conn = open_connection(self.path, busy_timeout_ms=self.busy_timeout_ms)
         try:
             while not self._stop.wait(self.interval_s):
-                if self.wal_size() < self.wal_bytes:
+                if self.wal_used() < self.wal_bytes:
                     continue
                 try:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
