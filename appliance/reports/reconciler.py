@@ -1,16 +1,18 @@
 """The reconciler (DLR-4): retries matching waiting reports, with growing delays.
 
 Each step asks a reader when the earliest waiting row is due; when rows are due it
-hands the writer one unit that tries each of them once (at most ``batch``): matched
-rows leave the waiting set (applied, or kept as history), the others move on along
+hands the writer one unit that tries each of them once (at most ``batch`` whose
+message is still not there, moved on in one statement, and ``batch`` others:
+:func:`appliance.reports.apply.reconcile_due`): matched rows leave the waiting set
+(applied, or kept as history), the others move on along
 :data:`appliance.reports.inbox.BACKOFF_S` (1 s, 5 s, 15 s, 1 min, 5 min, 30 min,
 2 h, 6 h, then every 6 h until retention removes them).
 """
 
 from __future__ import annotations
 
-from appliance.reports.apply import settle_due
-from appliance.reports.inbox import due_rows, next_due_at
+from appliance.reports.apply import reconcile_due
+from appliance.reports.inbox import next_due_at
 from appliance.runtime import Runtime
 
 LOOP = "reconciler"
@@ -32,8 +34,7 @@ class Reconciler:
             return POLL_S
         if due_at > now:
             return min(POLL_S, (due_at - now) / 1000)
-        counts = await store.writer.run(
-            lambda c: settle_due(c, due_rows(c, now, self.batch, claim=True), now))
+        counts = await store.writer.run(lambda c: reconcile_due(c, now, self.batch))
         for verdict, n in counts.items():
             self.totals[verdict] = self.totals.get(verdict, 0) + n
         return 0 if sum(counts.values()) >= self.batch else POLL_S

@@ -1,0 +1,100 @@
+"""The reconciler's unit (:func:`reconcile_due`), on both engines: the rows whose
+message is still not there move along the ladder in one statement, and every row comes
+to what :func:`settle_due` (each row read and settled) would make of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appliance.reports.apply import receive, reconcile_due, settle_due
+from appliance.reports.inbox import BACKOFF_S, InboxReport, RawCallback, due_rows
+from tests.reports.support import PROVIDER, add_account, add_message, message, report
+
+RAW = RawCallback(PROVIDER, "POST", "application/json", "", b"{}")
+NOW = 1_700_000_000_000
+
+
+def deliver(store: Any, *reports: InboxReport, now: int = NOW) -> None:
+    store.writer.call(lambda c: receive(c, RAW, list(reports), None, now))
+
+
+def waiting(store: Any) -> dict[str, tuple[int, int]]:
+    """Each waiting row's ref (or provider id): (attempts, next_try_at)."""
+    rows = store.readers.call(lambda c: c.execute(
+        "SELECT ref, provider_msg_id, attempts, next_try_at FROM report_inbox"
+        " WHERE applied_at IS NULL").fetchall())
+    return {str(r[0] or r[1]): (int(r[2]), int(r[3])) for r in rows}
+
+
+def test_unknown_reports_move_along_the_whole_ladder(store_on_both: Any) -> None:
+    store = store_on_both
+    deliver(store, report("ghost", "DELIVERED", NOW))
+    now = NOW
+    seen = []
+    for attempt in range(len(BACKOFF_S) + 1):
+        attempts, due = waiting(store)["ghost"]
+        assert attempts == attempt + 1
+        seen.append((due - now) // 1000)
+        now = due
+        assert store.writer.call(lambda c: reconcile_due(c, now - 1, 10)) == {}
+        assert store.writer.call(lambda c: reconcile_due(c, now, 10)) == {"WAIT": 1}
+    assert seen == [*BACKOFF_S, BACKOFF_S[-1]]
+
+
+def test_one_unit_settles_each_row_as_reading_it_would(store_on_both: Any) -> None:
+    """A report for a message not there, one not sent yet, one sent through another
+    provider (MSG-6: not ours), one sent, and one naming only the provider's id: the
+    same outcome, attempts and next try as :func:`settle_due` gives each."""
+    results = []
+    for unit in ("reconcile_due", "settle_due"):
+        store = store_on_both
+        store.writer.call(lambda c: c.execute("DELETE FROM report_inbox"))
+        store.writer.call(lambda c: c.execute("DELETE FROM provider_ids"))
+        store.writer.call(lambda c: c.execute("DELETE FROM message_parts"))
+        store.writer.call(lambda c: c.execute("DELETE FROM messages"))
+        acct = store.writer.call(lambda c: add_account(c, f"acme-{unit}"))
+        deliver(store, report("absent", "DELIVERED", NOW),
+                report("queued", "DELIVERED", NOW), report("elsewhere", "DELIVERED", NOW),
+                report("sent", "DELIVERED", NOW),
+                report("", "DELIVERED", NOW, provider_msg_id="P-9"))
+
+        def messages(c: Any) -> None:
+            add_message(c, acct, "queued", state="SENDING")
+            add_message(c, acct, "elsewhere", provider="other")
+            add_message(c, acct, "sent")
+            add_message(c, acct, "by-id", provider_msg_id="P-9")
+            c.execute("INSERT INTO provider_ids (provider, provider_msg_id, ref)"
+                      " VALUES (?, 'P-9', 'by-id')", (PROVIDER,))
+
+        store.writer.call(messages)
+        then = NOW + 1000
+        if unit == "reconcile_due":
+            counts = store.writer.call(lambda c: reconcile_due(c, then, 10))
+        else:
+            counts = store.writer.call(lambda c: settle_due(c, due_rows(c, then, 10), then))
+        states = {ref: store.readers.call(lambda c, ref=ref: message(c, ref))["state"]
+                  for ref in ("queued", "elsewhere", "sent", "by-id")}
+        results.append((counts, waiting(store), states))
+    assert results[0] == results[1]
+    counts, still, states = results[0]
+    assert counts == {"WAIT": 3, "APPLY": 2}
+    assert still == {ref: (2, NOW + 1000 + BACKOFF_S[1] * 1000)
+                     for ref in ("absent", "queued", "elsewhere")}
+    assert states == {"queued": "SENDING", "elsewhere": "SUBMITTED", "sent": "DELIVERED",
+                      "by-id": "DELIVERED"}
+
+
+def test_a_unit_takes_at_most_its_limit_of_each_kind(store_on_both: Any) -> None:
+    """``limit`` of the rows whose message is not there go in the statement, and the
+    next ``limit`` due are read and settled: the rest wait for the next unit, the
+    earliest due first."""
+    store = store_on_both
+    for n in range(7):
+        deliver(store, report(f"ghost-{n}", "DELIVERED", NOW), now=NOW + n)
+    then = NOW + 10_000
+    assert store.writer.call(lambda c: reconcile_due(c, then, 2)) == {"WAIT": 4}
+    rows = waiting(store)
+    assert sorted(ref for ref, (attempts, _) in rows.items() if attempts == 1) == [
+        "ghost-4", "ghost-5", "ghost-6"]
+    assert store.writer.call(lambda c: reconcile_due(c, then, 2)) == {"WAIT": 3}
+    assert all(attempts == 2 for attempts, _ in waiting(store).values())
