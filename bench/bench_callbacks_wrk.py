@@ -118,7 +118,11 @@ def main() -> None:
                     help="the provider's kind, and so the bodies and their signature")
     ap.add_argument("--two-process", action="store_true",
                     help="also the second-process intake prototype (intake_two_process.py)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated targets to measure (appliance, intake, store);"
+                         " the bare endpoint is always measured")
     args = ap.parse_args()
+    only = set(filter(None, args.only.split(","))) | {"bare"} if args.only else set()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed (apt-get install wrk)")
     with tempfile.TemporaryDirectory() as tmp_s:
@@ -161,6 +165,8 @@ def main() -> None:
                 proc, url = two_process_server(config, tmp / name, *flags)
                 procs.append(proc)
                 targets[name] = url
+        if only:
+            targets = {k: v for k, v in targets.items() if k in only}
         results: dict[str, list[dict[str, float]]] = {k: [] for k in targets}
         try:
             for run in range(args.runs):
@@ -175,7 +181,8 @@ def main() -> None:
             intake.stop()
             for proc in procs:
                 proc.terminate()
-        checked = {"appliance": data_dir, "intake": intake_dir}
+        checked = {k: v for k, v in (("appliance", data_dir), ("intake", intake_dir))
+                   if k in targets}
         if args.two_process:
             checked["two-process"] = tmp / "two-process"
             checked["lean-one"] = tmp / "lean-one"
@@ -193,15 +200,17 @@ def main() -> None:
     print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, {args.kind} bodies, median of"
           f" {args.runs} runs, synchronous=FULL; load average before {load_before},"
           f" after {os.getloadavg()}")
+    def ratio(a: str, b: str) -> str:
+        return f"{med(a, 'rate') / med(b, 'rate'):.2f}" if a in targets and b in targets \
+            else "-"
+
     for name in targets:
         print(f"{name:10s} {med(name, 'rate'):9,.0f} req/s   p99 {med(name, 'p99_ms'):7.1f} ms"
               f"   non-2xx {sum(r['non2xx'] for r in results[name])}")
-    print(f"appliance / bare: {med('appliance', 'rate') / med('bare', 'rate'):.2f}"
-          f"   appliance / commit-per-request: "
-          f"{med('appliance', 'rate') / med('store', 'rate'):.2f}")
-    print(f"intake port / bare: {med('intake', 'rate') / med('bare', 'rate'):.2f}"
-          f"   intake port / appliance's own port: "
-          f"{med('intake', 'rate') / med('appliance', 'rate'):.2f}")
+    print(f"appliance / bare: {ratio('appliance', 'bare')}"
+          f"   appliance / commit-per-request: {ratio('appliance', 'store')}")
+    print(f"intake port / bare: {ratio('intake', 'bare')}"
+          f"   intake port / appliance's own port: {ratio('intake', 'appliance')}")
     if args.two_process:
         print(f"two-process / bare: {med('two-process', 'rate') / med('bare', 'rate'):.2f}"
               f"   two-process / appliance: "
