@@ -36,47 +36,49 @@ def test_unknown_reports_move_along_the_whole_ladder(store_on_both: Any) -> None
         assert attempts == attempt + 1
         seen.append((due - now) // 1000)
         now = due
-        assert store.writer.call(lambda c: reconcile_due(c, now - 1, 10)) == {}
-        assert store.writer.call(lambda c: reconcile_due(c, now, 10)) == {"WAIT": 1}
+        assert store.writer.call(lambda c, at=now - 1: reconcile_due(c, at, 10)) == {}
+        assert store.writer.call(lambda c, at=now: reconcile_due(c, at, 10)) == {"WAIT": 1}
     assert seen == [*BACKOFF_S, BACKOFF_S[-1]]
 
 
-def test_one_unit_settles_each_row_as_reading_it_would(store_on_both: Any) -> None:
+Outcome = tuple[dict[str, int], dict[str, tuple[int, int]], dict[str, str]]
+
+
+def five_reports_settled(store: Any, reconcile: bool) -> Outcome:
     """A report for a message not there, one not sent yet, one sent through another
-    provider (MSG-6: not ours), one sent, and one naming only the provider's id: the
-    same outcome, attempts and next try as :func:`settle_due` gives each."""
-    results = []
-    for unit in ("reconcile_due", "settle_due"):
-        store = store_on_both
-        store.writer.call(lambda c: c.execute("DELETE FROM report_inbox"))
-        store.writer.call(lambda c: c.execute("DELETE FROM provider_ids"))
-        store.writer.call(lambda c: c.execute("DELETE FROM message_parts"))
-        store.writer.call(lambda c: c.execute("DELETE FROM messages"))
-        acct = store.writer.call(lambda c: add_account(c, f"acme-{unit}"))
-        deliver(store, report("absent", "DELIVERED", NOW),
-                report("queued", "DELIVERED", NOW), report("elsewhere", "DELIVERED", NOW),
-                report("sent", "DELIVERED", NOW),
-                report("", "DELIVERED", NOW, provider_msg_id="P-9"))
+    provider (MSG-6: not ours), one sent, and one naming only the provider's id, tried
+    once by the reconciler's unit (``reconcile``) or by reading and settling each."""
+    for table in ("report_inbox", "provider_ids", "message_parts", "messages"):
+        store.writer.call(lambda c, table=table: c.execute(f"DELETE FROM {table}"))
+    acct = store.writer.call(lambda c: add_account(c, f"acme-{reconcile}"))
+    deliver(store, report("absent", "DELIVERED", NOW), report("queued", "DELIVERED", NOW),
+            report("elsewhere", "DELIVERED", NOW), report("sent", "DELIVERED", NOW),
+            report("", "DELIVERED", NOW, provider_msg_id="P-9"))
 
-        def messages(c: Any) -> None:
-            add_message(c, acct, "queued", state="SENDING")
-            add_message(c, acct, "elsewhere", provider="other")
-            add_message(c, acct, "sent")
-            add_message(c, acct, "by-id", provider_msg_id="P-9")
-            c.execute("INSERT INTO provider_ids (provider, provider_msg_id, ref)"
-                      " VALUES (?, 'P-9', 'by-id')", (PROVIDER,))
+    def messages(c: Any) -> None:
+        add_message(c, acct, "queued", state="SENDING")
+        add_message(c, acct, "elsewhere", provider="other")
+        add_message(c, acct, "sent")
+        add_message(c, acct, "by-id", provider_msg_id="P-9")
+        c.execute("INSERT INTO provider_ids (provider, provider_msg_id, ref)"
+                  " VALUES (?, 'P-9', 'by-id')", (PROVIDER,))
 
-        store.writer.call(messages)
-        then = NOW + 1000
-        if unit == "reconcile_due":
-            counts = store.writer.call(lambda c: reconcile_due(c, then, 10))
-        else:
-            counts = store.writer.call(lambda c: settle_due(c, due_rows(c, then, 10), then))
-        states = {ref: store.readers.call(lambda c, ref=ref: message(c, ref))["state"]
-                  for ref in ("queued", "elsewhere", "sent", "by-id")}
-        results.append((counts, waiting(store), states))
-    assert results[0] == results[1]
-    counts, still, states = results[0]
+    store.writer.call(messages)
+    then = NOW + 1000
+    if reconcile:
+        counts = store.writer.call(lambda c: reconcile_due(c, then, 10))
+    else:
+        counts = store.writer.call(lambda c: settle_due(c, due_rows(c, then, 10), then))
+    states = {ref: store.readers.call(lambda c, ref=ref: message(c, ref))["state"]
+              for ref in ("queued", "elsewhere", "sent", "by-id")}
+    return counts, waiting(store), states
+
+
+def test_one_unit_settles_each_row_as_reading_it_would(store_on_both: Any) -> None:
+    """The same outcome, attempts and next try as :func:`settle_due` gives each."""
+    outcome = five_reports_settled(store_on_both, reconcile=True)
+    assert outcome == five_reports_settled(store_on_both, reconcile=False)
+    counts, still, states = outcome
     assert counts == {"WAIT": 3, "APPLY": 2}
     assert still == {ref: (2, NOW + 1000 + BACKOFF_S[1] * 1000)
                      for ref in ("absent", "queued", "elsewhere")}
