@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from appliance.reports.apply import receive, reconcile_due, settle_due
+from appliance.reports.apply import receive, settle_due
 from appliance.reports.inbox import BACKOFF_S, InboxReport, RawCallback, due_rows
+from appliance.reports.reconciler import reconcile_due
 from tests.reports.support import PROVIDER, add_account, add_message, message, report
 
 RAW = RawCallback(PROVIDER, "POST", "application/json", "", b"{}")
