@@ -408,4 +408,3 @@ def settle_due(conn: Connection, rows: Sequence[Waiting], now_ms: int) -> dict[s
     for verdict in settle_all(conn, rows, now_ms):
         counts[verdict.value] = counts.get(verdict.value, 0) + 1
     return counts
-

@@ -17,7 +17,7 @@ from appliance.store.checkpointer import Checkpointer
 from appliance.store.connection import Connection
 from appliance.store.readers import Readers
 from appliance.store.schema import migrate
-from appliance.store.sqlite_engine import SqliteEngine, sqlite_writer
+from appliance.store.sqlite_engine import SqliteEngine
 from appliance.store.writer import C, Writer
 
 if TYPE_CHECKING:
@@ -73,11 +73,10 @@ class Store(Generic[C]):
                             busy_timeout_ms=settings.busy_timeout_ms,
                             read_connections=settings.read_connections)
         migrate(path)
-        writer = sqlite_writer(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+        engine = SqliteEngine(path, synchronous, busy_timeout_ms)
+        writer: Writer[apsw.Connection] = Writer(engine)
         writer.start()
         readers = Readers(path, size=read_connections, busy_timeout_ms=busy_timeout_ms)
-        engine = writer.engine
-        assert isinstance(engine, SqliteEngine)
         checkpointer = Checkpointer(path, busy_timeout_ms=busy_timeout_ms,
                                     wal_used=engine.wal_bytes)
         checkpointer.start()
