@@ -2,7 +2,7 @@
 
 Each step asks a reader when the earliest waiting row is due; when rows are due it
 hands the writer one unit that tries each of them once (at most ``batch`` whose
-message is still not there, moved on in one statement, and ``batch`` others:
+message is still not there, moved on in one statement, then ``batch`` others:
 :func:`reconcile_due`): matched rows leave the waiting set
 (applied, or kept as history), the others move on along
 :data:`appliance.reports.inbox.BACKOFF_S` (1 s, 5 s, 15 s, 1 min, 5 min, 30 min,
@@ -44,15 +44,24 @@ class Reconciler:
 
 
 def reconcile_due(conn: Connection, now_ms: int, limit: int) -> dict[str, int]:
-    """The reconciler's unit: try the due rows once each, at most ``limit`` of those
-    whose message is still not there and ``limit`` others; counts by verdict.
+    """The reconciler's unit: try due rows once each, at most ``limit`` of those whose
+    message is still not there and, once none of those is left due, ``limit`` others;
+    counts by verdict.
 
     The first are moved along the ladder by :func:`defer_unsent` in one statement;
     the rest are read and settled as :func:`~appliance.reports.apply.settle_due` does
     (those it finds still waiting are deferred there, as one that came in since). The
     outcome of each row is the one ``settle_due`` would give it: settling a row never
-    makes a message or sends one, so no row's verdict depends on another's."""
+    makes a message or sends one, so no row's verdict depends on another's.
+
+    Why the others wait while the statement fills its ``limit``: the rows read next
+    would be, oldest due first, more of the same (under a flood of reports for messages
+    not recorded yet, half of each unit was read into Python only to be deferred);
+    the loop runs the next unit at once, so the others come as soon as those are moved.
+    """
     deferred = defer_unsent(conn, now_ms, limit)
+    if deferred >= limit:
+        return {Verdict.WAIT.value: deferred}
     counts = settle_due(conn, due_rows(conn, now_ms, limit, claim=True), now_ms)
     if deferred:
         counts[Verdict.WAIT.value] = counts.get(Verdict.WAIT.value, 0) + deferred

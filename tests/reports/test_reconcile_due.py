@@ -87,17 +87,29 @@ def test_one_unit_settles_each_row_as_reading_it_would(store_on_both: Any) -> No
                       "by-id": "DELIVERED"}
 
 
-def test_a_unit_takes_at_most_its_limit_of_each_kind(store_on_both: Any) -> None:
-    """``limit`` of the rows whose message is not there go in the statement, and the
-    next ``limit`` due are read and settled: the rest wait for the next unit, the
-    earliest due first."""
+def test_a_unit_moves_at_most_its_limit_and_the_others_come_once_those_are_moved(
+        store_on_both: Any) -> None:
+    """``limit`` of the rows whose message is not there go in the statement, the
+    earliest due first, and a unit that fills it reads nothing more (the rows it would
+    read are more of the same); the rows whose message is there are settled by the unit
+    that finds fewer than ``limit`` of the others due, so none waits behind a flood for
+    longer than the flood takes to move."""
     store = store_on_both
-    for n in range(7):
+    deliver(store, report("sent", "DELIVERED", NOW), now=NOW - 1)  # due first of all
+    acct = store.writer.call(lambda c: add_account(c))
+    store.writer.call(lambda c: add_message(c, acct, "sent"))  # its message came later
+    for n in range(5):
         deliver(store, report(f"ghost-{n}", "DELIVERED", NOW), now=NOW + n)
     then = NOW + 10_000
-    assert store.writer.call(lambda c: reconcile_due(c, then, 2)) == {"WAIT": 4}
+    assert store.writer.call(lambda c: reconcile_due(c, then, 2)) == {"WAIT": 2}
     rows = waiting(store)
-    assert sorted(ref for ref, (attempts, _) in rows.items() if attempts == 1) == [
-        "ghost-4", "ghost-5", "ghost-6"]
-    assert store.writer.call(lambda c: reconcile_due(c, then, 2)) == {"WAIT": 3}
-    assert all(attempts == 2 for attempts, _ in waiting(store).values())
+    assert sorted(ref for ref, (attempts, _) in rows.items() if attempts == 2) == [
+        "ghost-0", "ghost-1"]
+    assert "sent" in rows  # not read: the unit filled its limit with the flood
+    assert store.writer.call(lambda c: reconcile_due(c, then, 2)) == {"WAIT": 2}
+    assert "sent" in waiting(store)
+    assert store.writer.call(lambda c: reconcile_due(c, then, 2)) == {"WAIT": 1, "APPLY": 1}
+    rows = waiting(store)
+    assert "sent" not in rows
+    assert all(attempts == 2 for attempts, _ in rows.values())
+    assert store.readers.call(lambda c: message(c, "sent"))["state"] == "DELIVERED"
