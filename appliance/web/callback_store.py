@@ -126,9 +126,15 @@ class CallbacksTogether:
         self._sent = False  # a unit is on its way and has not taken the queue yet
         self._tasks: set[asyncio.Task[None]] = set()
         self._serial = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def store(self, checked: Checked) -> Receipt | None:
-        loop = asyncio.get_running_loop()
+        # The loop kept while it runs: asking for the running loop costs a system call a
+        # callback on Python 3.11 (it checks the process id); a loop that stopped is
+        # asked for again.
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = self._loop = asyncio.get_running_loop()
         waiter: Waiter = loop.create_future()
         self._serial += 1
         self._queue.append((as_callback(self._serial, checked), waiter))

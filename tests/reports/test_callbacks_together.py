@@ -108,6 +108,21 @@ def test_a_failed_write_reaches_every_callback_it_held_and_the_next_ones_still_g
     assert store.readers.call(lambda c: one(c, "SELECT count(*) FROM raw_reports"))[0] == 2
 
 
+def test_one_store_serves_a_second_event_loop_after_the_first_stopped(
+        store: Store[Any]) -> None:
+    """The store keeps its loop while that loop runs (asking costs a system call a
+    callback): a loop started after it stopped gets its futures on itself, not on the
+    one that stopped."""
+    lane = together(store)
+
+    async def run(n: int) -> Receipt | None:
+        return await lane.store(checked(n, []))
+
+    assert isinstance(asyncio.run(run(1)), Receipt)
+    assert isinstance(asyncio.run(run(2)), Receipt)
+    assert store.readers.call(lambda c: one(c, "SELECT count(*) FROM raw_reports"))[0] == 2
+
+
 def test_a_stopped_writer_fails_the_callback_at_once_and_every_one_after(
         store: Store[Any]) -> None:
     store.writer.stop()
