@@ -36,7 +36,6 @@ from typing import Any
 from appliance.providers.iys import IYS_ERROR, refused_for_iys
 from appliance.reports.aggregate import PartView, aggregate, finalised_at
 from appliance.reports.inbox import (
-    ROWS_A_STATEMENT,
     WAITING_COLUMNS,
     InboxReport,
     RawCallback,
@@ -139,8 +138,8 @@ def find_messages_by_ref(conn: Connection, keys: Iterable[tuple[str, str]]
                          ) -> dict[tuple[str, str], MessageState]:
     """The messages of these ``(provider, ref)`` (an empty ref is passed over), as
     :func:`find_message` finds (and locks) each: one statement a provider and
-    :data:`ROWS_A_STATEMENT` refs, locking in the order of the messages' ids."""
-    lock = dialect.of(conn).for_update
+    ``rows_a_statement`` refs, locking in the order of the messages' ids."""
+    lock, most = dialect.of(conn).for_update, dialect.of(conn).rows_a_statement
     by_provider: dict[str, set[str]] = {}
     for provider, ref in keys:
         if ref:
@@ -148,8 +147,8 @@ def find_messages_by_ref(conn: Connection, keys: Iterable[tuple[str, str]]
     found: dict[tuple[str, str], MessageState] = {}
     for provider, refs in by_provider.items():
         wanted = sorted(refs)
-        for start in range(0, len(wanted), ROWS_A_STATEMENT):
-            part = wanted[start:start + ROWS_A_STATEMENT]
+        for start in range(0, len(wanted), most):
+            part = wanted[start:start + most]
             for r in conn.execute(
                     "SELECT " + _MESSAGE_COLUMNS + " FROM messages WHERE provider = ?"
                     f" AND ref IN ({','.join('?' * len(part))}) ORDER BY id" + lock,

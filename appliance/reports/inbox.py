@@ -114,9 +114,6 @@ def waiting_from_row(row: tuple[object, ...]) -> Waiting:
     )
 
 
-# Rows a statement of the ``*_all`` functions writes at most (their parameters stay
-# far under SQLite's and PostgreSQL's limits).
-ROWS_A_STATEMENT = 500
 _INSERT_RAW = ("INSERT INTO raw_reports (provider, method, content_type, query, body,"
                " received_at, parsed, error) VALUES ")
 _RAW_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?)"
@@ -137,11 +134,13 @@ def store_raw(conn: Connection, raw: RawCallback, now_ms: int, parsed: bool,
 def store_raw_all(conn: Connection, raws: Sequence[tuple[RawCallback, str | None]],
                   now_ms: int) -> list[int]:
     """:func:`store_raw` of each ``(callback, parse error)``, in one statement a
-    :data:`ROWS_A_STATEMENT`; their ids in the same order (a statement's rows take
-    ascending ids in the order of its ``VALUES``, on both engines)."""
+    :attr:`~appliance.store.dialect.Dialect.rows_a_statement`; their ids in the same
+    order (a statement's rows take ascending ids in the order of its ``VALUES``, on
+    both engines)."""
     ids: list[int] = []
-    for start in range(0, len(raws), ROWS_A_STATEMENT):
-        part = raws[start:start + ROWS_A_STATEMENT]
+    most = dialect.of(conn).rows_a_statement
+    for start in range(0, len(raws), most):
+        part = raws[start:start + most]
         params: list[object] = []
         for raw, error in part:
             params += (raw.provider, raw.method, raw.content_type, raw.query, raw.body,
@@ -197,7 +196,7 @@ def file_report(conn: Connection, report: InboxReport, raw_id: int | None,
 def file_report_all(conn: Connection, reports: Sequence[tuple[InboxReport, int | None]],
                     now_ms: int, tried: Collection[int] = ()) -> list[Waiting | None]:
     """:func:`file_report` of each ``(report, raw id)``, in order (``tried``: the
-    positions of those filed as ``tried``): in one statement a :data:`ROWS_A_STATEMENT`
+    positions of those filed as ``tried``): in one statement a ``rows_a_statement``
     when no two are the same fact (one statement cannot both insert a row and count a
     repeat of it on PostgreSQL), else one by one."""
     keys = [_report_key(report) for report, _ in reports]
@@ -205,8 +204,9 @@ def file_report_all(conn: Connection, reports: Sequence[tuple[InboxReport, int |
         return [file_report(conn, report, raw_id, now_ms, n in tried)
                 for n, (report, raw_id) in enumerate(reports)]
     filed: dict[ReportKey, Waiting | None] = {}
-    for start in range(0, len(reports), ROWS_A_STATEMENT):
-        part = reports[start:start + ROWS_A_STATEMENT]
+    most = dialect.of(conn).rows_a_statement
+    for start in range(0, len(reports), most):
+        part = reports[start:start + most]
         params: list[object] = []
         for n, (report, raw_id) in enumerate(part, start):
             params += _report_values(report, raw_id, now_ms, n in tried)
@@ -230,13 +230,14 @@ def defer(conn: Connection, row: Waiting, now_ms: int) -> int:
 
 def defer_all(conn: Connection, rows: Sequence[Waiting], now_ms: int) -> None:
     """:func:`defer` of each row: one statement for the rows of one number of attempts
-    (the same delay), a :data:`ROWS_A_STATEMENT` at most."""
+    (the same delay), a ``rows_a_statement`` at most."""
     by_attempts: dict[int, list[int]] = {}
     for row in rows:
         by_attempts.setdefault(row.attempts, []).append(row.id)
+    most = dialect.of(conn).rows_a_statement
     for attempts, ids in by_attempts.items():
-        for start in range(0, len(ids), ROWS_A_STATEMENT):
-            part = ids[start:start + ROWS_A_STATEMENT]
+        for start in range(0, len(ids), most):
+            part = ids[start:start + most]
             conn.execute(
                 "UPDATE report_inbox SET attempts = attempts + 1, next_try_at = ?"
                 f" WHERE id IN ({','.join('?' * len(part))})",

@@ -329,6 +329,16 @@ class Dialect:
         return "" if self.name == "postgresql" else " NOT INDEXED"
 
     @property
+    def rows_a_statement(self) -> int:
+        """The most rows a statement that writes (or looks up) many at once takes. On
+        PostgreSQL each statement is a round trip: 500. On SQLite a statement costs
+        nothing to send, but each distinct text is parsed (50-100 µs) unless the
+        writer's statement cache holds it (:data:`appliance.store.schema.WRITER_STATEMENTS`):
+        64, so the sizes a flood's batches come in are few enough to stay cached, and
+        each statement kept is small (a 64-row insert of reports is ~75 KB)."""
+        return 500 if self.name == "postgresql" else 64
+
+    @property
     def is_postgresql(self) -> bool:
         return self.name == "postgresql"
 

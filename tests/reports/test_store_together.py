@@ -12,7 +12,7 @@ import pytest
 from appliance.config import Settings
 from appliance.reports.apply import Receipt, settle_due
 from appliance.reports.inbox import RawCallback, due_rows
-from appliance.store import Store
+from appliance.store import Store, dialect
 from appliance.store.connection import Connection
 from appliance.store.pg import PgConnection
 from appliance.store.pg_store import open_postgresql
@@ -35,6 +35,9 @@ def callback(n: int, reports: list[Any], parse_error: str | None = None) -> Call
 
 def store(s: Store[Any], batch: list[Callback]) -> list[Receipt | None]:
     return s.writer.call(lambda c: store_batch(c, batch, NOW, Settings()))
+
+
+stored = store  # for a test whose ``store`` is the fixture
 
 
 @pytest.mark.parametrize("with_bad", [False, True], ids=["together", "one-bad"])
@@ -142,3 +145,29 @@ def test_on_postgresql_a_batch_of_unknown_reports_costs_three_round_trips(pg_url
         assert attempts == (2, 2, NOW + 1000 + 5000)
     finally:
         s.close()
+
+
+def test_a_flood_of_batches_of_many_sizes_is_parsed_once_a_size(store: Store[Any]) -> None:
+    """A flood's batches come in many sizes (1 to 32 here, as 32 connections give): once
+    each size has been seen, none of the unit's statements is parsed again (each a hit
+    in the writer's statement cache), and a batch past ``rows_a_statement`` is written
+    in statements of that many rows, each report naming its own raw row, in order."""
+    serial = iter(range(10**6))
+
+    def batches(sizes: range) -> dict[str, int]:
+        for size in sizes:
+            batch = [callback(n, [a_report(f"ghost-{n}", "DELIVERED", 1000)])
+                     for n in (next(serial) for _ in range(size))]
+            stored(store, batch)
+        return dict(store.writer.call(lambda c: c.cache_stats()))
+
+    first = batches(range(1, 33))
+    again = batches(range(1, 33))
+    assert again["misses"] == first["misses"], (first, again)
+    assert again["hits"] - first["hits"] >= 3 * 32  # raw rows, messages, reports
+    most = dialect.SQLITE.rows_a_statement
+    batches(range(2 * most + 7, 2 * most + 8))
+    rows = store.readers.call(lambda c: c.execute(
+        "SELECT i.ref FROM raw_reports r JOIN report_inbox i ON i.raw_id = r.id"
+        " ORDER BY r.id").fetchall())
+    assert [ref for (ref,) in rows] == [f"ghost-{n}" for n in range(next(serial))]
