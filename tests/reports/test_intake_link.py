@@ -35,3 +35,44 @@ def test_the_fields_sent_are_every_field_in_the_order_declared() -> None:
     raw_fields, (report_fields,) = callback_fields(raw, [report])
     assert raw_fields == dataclasses.astuple(raw)
     assert report_fields == dataclasses.astuple(report)
+
+
+def test_the_frames_of_one_turn_go_in_one_write_and_each_gets_its_own_outcome() -> None:
+    """The intake's end (``Link``) writes the callbacks checked in one turn of its loop
+    together, at the end of the turn, over a real socket pair; the server's answer
+    settles each by its own number."""
+    import asyncio
+    import socket
+
+    from appliance.web.intake_app import Link
+
+    async def run() -> tuple[list[bytes], list[bool]]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        loop = asyncio.get_running_loop()
+        link = Link()
+        await loop.connect_accepted_socket(lambda: link, ours)
+        writes: list[bytes] = []
+        assert link.transport is not None
+        real_write = link.transport.write
+
+        def write(data: bytes | bytearray | memoryview) -> None:
+            writes.append(bytes(data))
+            real_write(data)
+        link.transport.write = write  # type: ignore[method-assign]
+        futures = [link.store(("gw", (), [], None, None, [], None)) for _ in range(3)]
+        assert not writes  # not yet: at the end of the turn
+        theirs.setblocking(False)
+        received = bytearray()
+        while len(frames(bytearray(received))) < 3:
+            received += await asyncio.wait_for(loop.sock_recv(theirs, 65536), 5)
+        sent = frames(received)
+        assert [(kind, ident) for kind, ident, *_ in sent] == [
+            ("store", 1), ("store", 2), ("store", 3)]
+        theirs.sendall(frame(("stored", [(3, True), (1, False), (2, True)])))
+        outcomes = [await asyncio.wait_for(f, 5) for f in futures]
+        theirs.close()
+        return writes, outcomes
+
+    writes, outcomes = asyncio.run(run())
+    assert len(writes) == 1
+    assert outcomes == [False, True, True]
