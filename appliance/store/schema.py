@@ -39,9 +39,9 @@ def schema_sql() -> str:
 # rows at once in statements whose text grows with the rows (``VALUES`` and ``IN``
 # lists), so a flood's batches, each of its own size, come as many distinct texts; and
 # apsw's cache puts a statement back after each use in turn, so it holds the last so
-# many statements run, not the most used. With SQLite's default of 100, more than one
-# statement in three of a report flood was parsed again (50-100 µs each); 500 keeps
-# those of the last ~50 batches. Bounded in size by ``Dialect.rows_a_statement``.
+# many statements run, not the most used. With SQLite's default of 100, one statement
+# in ten of a report flood was parsed again (50-100 µs each); with 500, one in twenty.
+# What a kept statement weighs is bounded by ``Dialect.rows_a_statement``.
 WRITER_STATEMENTS = 500
 READER_STATEMENTS = 100
 
