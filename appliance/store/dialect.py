@@ -335,7 +335,7 @@ class Dialect:
         nothing to send, but each distinct text is parsed (50-100 µs) unless the
         writer's statement cache holds it (:data:`appliance.store.schema.WRITER_STATEMENTS`):
         64, so the sizes a flood's batches come in are few enough to stay cached, and
-        each statement kept is small (a 64-row insert of reports is ~75 KB)."""
+        each statement kept is small (a 64-row insert of reports is ~80 KB)."""
         return 500 if self.name == "postgresql" else 64
 
     @property
